@@ -1,0 +1,3 @@
+from capture.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,112 @@
+"""Command line: python -m capture {regenerate,status,check,...}. The nox sessions call this."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from capture import manifest as manifestmod
+from capture.paths import Layout, find_root
+from capture.platform import detect
+from capture.store import Store, StoreLocked
+
+
+def _common(layout: Layout):
+    try:
+        manifest = manifestmod.load(layout.manifest)
+    except manifestmod.ManifestError as e:
+        raise SystemExit(f"error: {e}") from None
+    return manifest, Store(layout.fragments)
+
+
+def cmd_regenerate(args, layout: Layout) -> int:
+    from capture.regenerate import Options, regenerate
+
+    manifest, store = _common(layout)
+    platform = detect()
+    print(f"platform {platform.key}" + (f" ({platform.gpu_name})" if platform.gpu_name else ""), file=sys.stderr)
+    opts = Options(
+        only=args.only, roles=args.device, force=args.force, python=args.python or sys.executable,
+        prebuilt=Path(args.prebuilt) if args.prebuilt else None,
+    )
+    try:
+        outcomes = regenerate(layout, manifest, platform, store, opts)
+    except StoreLocked as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 3
+    except manifestmod.ManifestError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted: fragments written so far are kept; the rest are unchanged", file=sys.stderr)
+        return 130
+    if not args.no_review:
+        from capture.review import review
+
+        text = review(outcomes, layout)
+        if text:
+            print(text, file=sys.stderr)
+    failed = [o for o in outcomes if o.status == "failed"]
+    return 1 if failed else 0
+
+
+def cmd_status(args, layout: Layout) -> int:
+    from capture.status import as_json, collect, render
+
+    manifest, store = _common(layout)
+    here = detect().key
+    platforms = sorted(set(store.platforms()) | {here})
+    entries = collect(layout, manifest, store, platforms)
+    claims = []
+    try:
+        from capture.claims import failing_claims
+
+        claims = failing_claims(layout, store)
+    except ImportError:
+        pass
+    if args.json:
+        print(json.dumps({"this_platform": here, "entries": as_json(entries), "failing_claims": claims}, indent=1, ensure_ascii=False))
+    else:
+        print(render(entries))
+        for c in claims:
+            print(f"claim fails on {c['platform']}: {c['where']}: {c['text']}  ({c['why']})")
+    return 0
+
+
+def cmd_check(args, layout: Layout) -> int:
+    """Re-run what this machine can run (into a scratch store) and compare skeletons with the committed fragments."""
+    from capture.check import check
+
+    manifest, store = _common(layout)
+    return check(layout, manifest, store, detect(), only=args.only, roles=args.device, python=args.python or sys.executable)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m capture", description=__doc__)
+    p.add_argument("--root", help="repository root (default: found from the current folder)")
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    r = sub.add_parser("regenerate", help="run stale experiments for this platform and capture fragments")
+    r.add_argument("--only", nargs="+", metavar="ID", help="only these experiment ids")
+    r.add_argument("--device", nargs="+", choices=["cpu", "gpu"], help="only these device roles")
+    r.add_argument("--force", action="store_true", help="rerun even when fresh")
+    r.add_argument("--python", help="interpreter for Python snippets (default: this one)")
+    r.add_argument("--prebuilt", metavar="DIR", help="run Rust binaries built elsewhere (DIR has build-info.json)")
+    r.add_argument("--no-review", action="store_true", help="skip the what-changed report")
+    r.set_defaults(fn=cmd_regenerate)
+
+    s = sub.add_parser("status", help="fresh / stale / missing / failed per platform, experiment and role")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_status)
+
+    c = sub.add_parser("check", help="re-run this machine's experiments and compare normalised output")
+    c.add_argument("--only", nargs="+", metavar="ID")
+    c.add_argument("--device", nargs="+", choices=["cpu", "gpu"])
+    c.add_argument("--python")
+    c.set_defaults(fn=cmd_check)
+
+    args = p.parse_args(argv)
+    layout = Layout(Path(args.root).resolve() if args.root else find_root())
+    return args.fn(args, layout)

@@ -1,0 +1,119 @@
+"""Platform identity: a stable key for the fragment store, what the machine offers, and its metadata."""
+
+from __future__ import annotations
+
+import os
+import platform as _pf
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+
+
+def _out(cmd: list[str], timeout: float = 10) -> str | None:
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+@dataclass(frozen=True)
+class Platform:
+    """What a run needs to know about the machine it is on."""
+
+    key: str  # e.g. linux-x86_64-cpu, linux-x86_64-nvidia-h200, macos-arm64-apple-m2-max
+    os: str  # linux | macos
+    arch: str
+    gpu: str | None = None  # "nvidia" | "apple" | None
+    gpu_name: str | None = None
+    gpu_driver: str | None = None
+    # features of the Rust build that this platform's gpu role needs, per framework
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def has_gpu(self) -> bool:
+        return self.gpu is not None
+
+
+def detect() -> Platform:
+    """Detect this machine. BOOK_PLATFORM overrides the key (e.g. to name a machine by hand)."""
+    system = {"Darwin": "macos", "Linux": "linux"}.get(_pf.system(), _pf.system().lower())
+    arch = {"aarch64": "arm64", "AMD64": "x86_64"}.get(_pf.machine(), _pf.machine())
+    gpu = gpu_name = driver = None
+    if system == "linux" and shutil.which("nvidia-smi") and os.environ.get("BOOK_NO_GPU") != "1":
+        q = _out(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"])
+        if q:
+            gpu_name, _, driver = (s.strip() for s in q.splitlines()[0].partition(","))
+            gpu = "nvidia"
+    elif system == "macos" and arch == "arm64" and os.environ.get("BOOK_NO_GPU") != "1":
+        gpu_name = _out(["sysctl", "-n", "machdep.cpu.brand_string"]) or "Apple Silicon"
+        gpu = "apple"
+    if gpu == "nvidia":
+        name = gpu_name.lower().replace("nvidia", "").strip()
+        key = f"{system}-{arch}-nvidia-{slug(name)}"
+    elif gpu == "apple":
+        key = f"{system}-{arch}-{slug(gpu_name)}"
+    else:
+        key = f"{system}-{arch}-cpu"
+    key = os.environ.get("BOOK_PLATFORM", key)
+    return Platform(key=key, os=system, arch=arch, gpu=gpu, gpu_name=gpu_name, gpu_driver=driver)
+
+
+def cpu_model() -> str:
+    if _pf.system() == "Darwin":
+        return _out(["sysctl", "-n", "machdep.cpu.brand_string"]) or _pf.processor()
+    try:
+        for line in open("/proc/cpuinfo", encoding="utf-8"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return _pf.processor() or "unknown"
+
+
+def memory_gib() -> float | None:
+    try:
+        for line in open("/proc/meminfo", encoding="utf-8"):
+            if line.startswith("MemTotal:"):
+                return round(int(line.split()[1]) / 2**20, 1)
+    except OSError:
+        pass
+    b = _out(["sysctl", "-n", "hw.memsize"])
+    return round(int(b) / 2**30, 1) if b and b.isdigit() else None
+
+
+def machine_record(p: Platform) -> dict:
+    """The static part of a fragment's metadata: what this machine is."""
+    return {
+        "os": f"{_pf.system()} {_pf.release()}",
+        "os_pretty": _os_pretty(),
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "memory_gib": memory_gib(),
+        "gpu": p.gpu_name,
+        "gpu_driver": p.gpu_driver,
+    }
+
+
+def _os_pretty() -> str:
+    if _pf.system() == "Darwin":
+        return f"macOS {_pf.mac_ver()[0]}"
+    try:
+        for line in open("/etc/os-release", encoding="utf-8"):
+            if line.startswith("PRETTY_NAME="):
+                return line.split("=", 1)[1].strip().strip('"')
+    except OSError:
+        pass
+    return _pf.platform()
+
+
+def load_average() -> list[float] | None:
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:
+        return None

@@ -1,0 +1,278 @@
+"""Regenerate: plan what is stale for this platform, build once, run, capture into the store."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from capture import build as buildmod
+from capture import inputs as inputsmod
+from capture.manifest import Experiment, Manifest
+from capture.paths import Layout
+from capture.platform import Platform, load_average, machine_record
+from capture.progress import Progress
+from capture.records import read_records
+from capture.roles import cargo_features, resolve
+from capture.runner import run
+from capture.store import Fragment, Store
+from capture.versions import lock_versions, probe_python
+
+
+@dataclass
+class Job:
+    exp: Experiment
+    role: str
+    device: str | None
+    hash: str = ""
+    inputs: dict = field(default_factory=dict)
+    skip_reason: str = ""
+    old: Fragment | None = None
+
+    @property
+    def key(self) -> str:
+        return self.exp.key(self.role)
+
+
+@dataclass
+class Outcome:
+    key: str
+    status: str  # fresh | ok | failed | skipped
+    message: str = ""
+    wall_s: float = 0.0
+    old: Fragment | None = None
+    new: Fragment | None = None
+
+
+@dataclass
+class Options:
+    only: list[str] | None = None
+    roles: list[str] | None = None
+    force: bool = False
+    python: str = sys.executable
+    prebuilt: Path | None = None  # run binaries built elsewhere, skip cargo
+
+
+def plan(layout: Layout, manifest: Manifest, platform: Platform, store: Store, opts: Options) -> list[Job]:
+    prebuilt_gpu = set(buildmod.load_prebuilt(opts.prebuilt).gpu_frameworks) if opts.prebuilt else None
+    jobs = []
+    for exp in manifest.select(opts.only):
+        for role in exp.roles:
+            if opts.roles and role not in opts.roles:
+                continue
+            res = resolve(platform, exp.framework, role, prebuilt_gpu)
+            job = Job(exp, role, res.device, skip_reason=res.reason)
+            if res.device:
+                job.inputs = inputsmod.inputs(exp, role, layout)
+                job.hash = inputsmod.digest(job.inputs)
+                job.old = store.read(platform.key, job.key)
+            jobs.append(job)
+    return jobs
+
+
+def needs_run(job: Job, force: bool) -> bool:
+    if not job.device:
+        return False
+    return force or job.old is None or job.old.torn or job.old.inputs_hash != job.hash
+
+
+def regenerate(layout: Layout, manifest: Manifest, platform: Platform, store: Store, opts: Options, out=sys.stderr) -> list[Outcome]:
+    """Run what is stale (or everything, with force) and publish fragments. Returns one outcome per job."""
+    jobs = plan(layout, manifest, platform, store, opts)
+    todo = [j for j in jobs if needs_run(j, opts.force)]
+    outcomes: list[Outcome] = []
+    progress = Progress(len(jobs), out)
+    for j in jobs:
+        if not j.device:
+            outcomes.append(Outcome(j.key, "skipped", j.skip_reason))
+        elif j not in todo:
+            outcomes.append(Outcome(j.key, "fresh", old=j.old))
+    for o in outcomes:
+        progress.line(o.key, o.status, o.message)
+    if not todo:
+        progress.summary(outcomes)
+        return outcomes
+
+    context = _Context(layout, platform, opts)
+    with store.lock():
+        for job in todo:
+            progress.start(job.key, job.device)
+            try:
+                outcome = _run_job(job, context, store, progress)
+            except KeyboardInterrupt:
+                _record_failure(store, job, context, "interrupted (Ctrl-C); the last good fragment is unchanged\n", None, False, 0.0)
+                progress.line(job.key, "failed", "interrupted")
+                raise
+            outcomes.append(outcome)
+            progress.line(job.key, outcome.status, outcome.message, outcome.wall_s)
+    progress.summary(outcomes)
+    return outcomes
+
+
+class _Context:
+    """What all jobs of one regenerate share, computed lazily (a no-op regenerate computes none of it)."""
+
+    def __init__(self, layout: Layout, platform: Platform, opts: Options):
+        self.layout, self.platform, self.opts = layout, platform, opts
+        self._machine = None
+        self._python = None
+        self._binaries = None
+        self._build_error = None
+
+    @property
+    def machine(self) -> dict:
+        if self._machine is None:
+            self._machine = machine_record(self.platform)
+        return self._machine
+
+    @property
+    def python(self) -> dict:
+        if self._python is None:
+            self._python = probe_python(self.opts.python)
+        return self._python
+
+    def binaries(self, progress: Progress):
+        if self._binaries is None and self._build_error is None:
+            if self.opts.prebuilt:
+                self._binaries = buildmod.load_prebuilt(self.opts.prebuilt)
+            else:
+                from capture.manifest import load
+
+                crates = {e.crate: e.framework for e in load(self.layout.manifest).experiments if e.crate}
+                feats = cargo_features(self.platform, crates, self.layout.crates)
+                progress.note(f"building Rust experiments: cargo build --release --workspace {' '.join('--features ' + f for f in feats)}")
+                try:
+                    self._binaries = buildmod.cargo_build(
+                        self.layout, feats, self.layout.scratch / "cargo-build.log", echo=progress.tick
+                    )
+                except buildmod.BuildError as e:
+                    self._build_error = e
+        if self._build_error:
+            raise self._build_error
+        return self._binaries
+
+
+def _command(job: Job, ctx: _Context, progress: Progress) -> tuple[list[str], dict]:
+    exp = job.exp
+    args = [a.replace("{device}", job.device) for a in exp.args[job.role]]
+    if exp.script:
+        return [ctx.opts.python, str(ctx.layout.root / exp.script), *args], {"python": ctx.python}
+    bins = ctx.binaries(progress)
+    exe = bins.path(exp.binary)
+    if not exe.is_file():
+        raise buildmod.BuildError(f"binary {exe} not found (crate {exp.crate}, bin {exp.binary})", "")
+    return [str(exe), *args], {"build": bins.record()}
+
+
+def _run_job(job: Job, ctx: _Context, store: Store, progress: Progress) -> Outcome:
+    exp = job.exp
+    try:
+        cmd, versions = _command(job, ctx, progress)
+    except buildmod.BuildError as e:
+        _record_failure(store, job, ctx, f"{e}\n\n{e.log[-4000:]}", None, False, 0.0)
+        return Outcome(job.key, "failed", str(e).splitlines()[0], old=job.old)
+    if exp.script and ("torch_error" in ctx.python or "python_error" in ctx.python):
+        msg = ctx.python.get("python_error") or ctx.python.get("torch_error")
+        _record_failure(store, job, ctx, f"cannot run Python snippets: {msg}\n", None, False, 0.0)
+        return Outcome(job.key, "failed", msg, old=job.old)
+    if exp.framework == "torch" and job.role == "gpu" and ctx.python.get("accelerator") is None:
+        return Outcome(job.key, "skipped", f"torch in {ctx.opts.python} sees no accelerator")
+
+    scratch = ctx.layout.scratch / "runs" / ctx.platform.key
+    rec_file = scratch / f"{job.key}.records.jsonl"
+    rec_file.parent.mkdir(parents=True, exist_ok=True)
+    rec_file.unlink(missing_ok=True)
+    env = {
+        **os.environ,
+        **exp.env,
+        "BOOK_RECORDS": str(rec_file),
+        "BOOK_ROLE": job.role,
+        "BOOK_DEVICE": job.device,
+        "BOOK_PLATFORM": ctx.platform.key,
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONHASHSEED": "0",
+        "RUST_BACKTRACE": "0",
+    }
+    started = dt.datetime.now(dt.timezone.utc)
+    load_before = load_average()
+    result = run(cmd, cwd=ctx.layout.root, env=env, timeout=exp.timeout, log=scratch / f"{job.key}.log")
+    load_after = load_average()
+    expect = exp.expect[job.role]
+    ok = expect.met_by(result.exit_status, result.timed_out)
+    meta = {
+        "experiment": exp.id,
+        "role": job.role,
+        "device": job.device,
+        "framework": exp.framework,
+        "platform": ctx.platform.key,
+        "inputs_hash": job.hash,
+        "inputs": job.inputs,
+        "command": [_display_path(c, ctx.layout) for c in cmd],
+        "expected": str(expect),
+        "exit_status": result.exit_status,
+        "timed_out": result.timed_out,
+        "outcome": "timeout" if result.timed_out else f"exit {result.exit_status}",
+        "started": started.isoformat(timespec="seconds"),
+        "wall_s": round(result.wall_s, 3),
+        "timeout_s": exp.timeout,
+        "load_before": load_before,
+        "load_after": load_after,
+        "machine": ctx.machine,
+        "versions": {**_version_record(ctx, exp, versions)},
+        "records": read_records(rec_file),
+    }
+    if ok:
+        store.write(ctx.platform.key, job.key, result.text, meta)
+        return Outcome(job.key, "ok", meta["outcome"], result.wall_s, job.old, store.read(ctx.platform.key, job.key))
+    meta["failure"] = f"expected {expect}, got {meta['outcome']}"
+    store.write_failure(ctx.platform.key, job.key, result.text, meta)
+    tail = "\n".join(result.text.rstrip().splitlines()[-8:])
+    return Outcome(
+        job.key,
+        "failed",
+        f"expected {expect}, got {meta['outcome']}; output kept in "
+        f"{ctx.layout.rel(store.root / ctx.platform.key / (job.key + '.failed.txt'))}\n{tail}",
+        result.wall_s,
+        job.old,
+    )
+
+
+def _version_record(ctx: _Context, exp: Experiment, versions: dict) -> dict:
+    out = {}
+    if "python" in versions:
+        py = versions["python"]
+        out.update({k: py.get(k) for k in ("python", "torch", "threads") if k in py})
+        pin = inputsmod.torch_pin(ctx.layout)
+        out["torch_pin"] = pin
+        out["torch_matches_pin"] = (py.get("torch") or "").split("+")[0] == pin
+    if "build" in versions:
+        out["rust_build"] = versions["build"]
+        out.update(lock_versions(ctx.layout.crates / "Cargo.lock"))
+    return out
+
+
+def _display_path(arg: str, layout: Layout) -> str:
+    p = Path(arg)
+    if p.is_absolute() and p.exists():
+        rel = layout.rel(p)
+        return rel if not rel.startswith("/") else p.name
+    return arg
+
+
+def _record_failure(store: Store, job: Job, ctx: _Context, text: str, exit_status, timed_out: bool, wall: float) -> None:
+    meta = {
+        "experiment": job.exp.id,
+        "role": job.role,
+        "device": job.device,
+        "platform": ctx.platform.key,
+        "inputs_hash": job.hash,
+        "started": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "failure": text.splitlines()[0] if text else "failed",
+        "exit_status": exit_status,
+        "timed_out": timed_out,
+        "wall_s": wall,
+    }
+    store.write_failure(ctx.platform.key, job.key, text, meta)

@@ -1,0 +1,52 @@
+"""Versions of what ran: torch (probed in the interpreter that runs the snippets), rustc, burn/candle from Cargo.lock."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+_TORCH_PROBE = r"""
+import json, platform, sys
+out = {"python": platform.python_version(), "executable": sys.executable}
+try:
+    import torch
+    out["torch"] = torch.__version__
+    acc = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else None
+    out["accelerator"] = acc.type if acc is not None else None
+    out["threads"] = torch.get_num_threads()
+except Exception as e:  # reported, not fatal: a CPU-only box may still run other experiments
+    out["torch_error"] = f"{type(e).__name__}: {e}"
+print(json.dumps(out))
+"""
+
+
+def probe_python(python: str) -> dict:
+    try:
+        r = subprocess.run([python, "-c", _TORCH_PROBE], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return {"python_error": f"{python}: {e}"}
+    if r.returncode != 0:
+        return {"python_error": f"{python}: exit {r.returncode}: {r.stderr.strip()[-500:]}"}
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def rustc_version() -> str | None:
+    try:
+        r = subprocess.run(["rustc", "--version"], capture_output=True, text=True, timeout=30)
+        return r.stdout.strip() or None
+    except OSError:
+        return None
+
+
+def lock_versions(cargo_lock: Path, names=("burn", "candle-core", "candle-nn", "cubecl")) -> dict:
+    """Versions of the named packages as Cargo.lock pins them."""
+    if not cargo_lock.is_file():
+        return {}
+    text = cargo_lock.read_text(encoding="utf-8")
+    out = {}
+    for m in re.finditer(r'\[\[package\]\]\nname = "([^"]+)"\nversion = "([^"]+)"', text):
+        if m.group(1) in names:
+            out[m.group(1)] = m.group(2)
+    return out

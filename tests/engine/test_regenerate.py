@@ -1,0 +1,224 @@
+"""The capture engine end to end on a throwaway book (real processes, a real tiny cargo build)."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from capture.manifest import load
+from capture.status import collect
+from capture.store import Store
+from tests.engine.book import CPU, GPU, make_book, run
+
+
+def test_first_run_captures_then_cache_hit(book):
+    first, _ = run(book)
+    assert first["hello@cpu"].status == "ok"
+    frag = Store(book.fragments).read("linux-x86_64-cpu", "hello@cpu")
+    assert frag.text.startswith("hello from cpu\n")
+    assert frag.meta["exit_status"] == 0 and frag.meta["device"] == "cpu"
+    assert [r["name"] for r in frag.records] == ["hello.elapsed"]
+    assert frag.meta["machine"]["cores"] == os.cpu_count()
+    assert "load_before" in frag.meta and "wall_s" in frag.meta
+    second, _ = run(book)
+    assert {k: o.status for k, o in second.items()} == {
+        "hello@cpu": "fresh", "hello@gpu": "skipped", "sleeper@cpu": "fresh", "tiny@cpu": "fresh", "tiny-panic@cpu": "fresh",
+    }
+
+
+def test_change_to_snippet_or_shared_helper_reruns_only_dependents(book):
+    run(book)
+    (book.root / "snippets/helper.py").write_text('def greet(d):\n    return f"hi {d}"\n')
+    outcomes, _ = run(book)
+    assert outcomes["hello@cpu"].status == "ok"  # imports helper -> rerun
+    assert outcomes["sleeper@cpu"].status == "fresh"  # does not
+    assert outcomes["tiny@cpu"].status == "fresh"
+    assert Store(book.fragments).read("linux-x86_64-cpu", "hello@cpu").text.startswith("hi cpu")
+
+
+def test_crate_change_reruns_rust_experiments(book):
+    run(book)
+    main = book.root / "crates/tiny/src/main.rs"
+    main.write_text(main.read_text().replace("tiny ok", "tiny changed"))
+    outcomes, _ = run(book)
+    assert outcomes["tiny@cpu"].status == "ok" and outcomes["tiny-panic@cpu"].status == "ok"
+    assert outcomes["hello@cpu"].status == "fresh"
+    assert "tiny changed" in Store(book.fragments).read("linux-x86_64-cpu", "tiny@cpu").text
+
+
+def test_status_reports_stale_with_the_changed_file(book):
+    run(book)
+    (book.root / "snippets/helper.py").write_text("def greet(d):\n    return 'x'\n")
+    entries = {e.key: e for e in collect(book, load(book.manifest), Store(book.fragments), ["linux-x86_64-cpu"])}
+    assert entries["hello@cpu"].state == "stale"
+    assert "snippets/helper.py" in entries["hello@cpu"].detail
+    assert entries["sleeper@cpu"].state == "fresh"
+    assert entries["hello@gpu"].state == "n/a"
+
+
+def test_force_only_and_device_select_work(book):
+    run(book)
+    outcomes, _ = run(book, force=True, only=["sleeper"])
+    assert list(outcomes) == ["sleeper@cpu"] and outcomes["sleeper@cpu"].status == "ok"
+    outcomes, _ = run(book, roles=["gpu"], only=["hello"])
+    assert list(outcomes) == ["hello@gpu"]
+
+
+def test_platform_without_gpu_skips_gpu_roles(book):
+    outcomes, log = run(book, only=["hello"])
+    assert outcomes["hello@gpu"].status == "skipped"
+    assert "no GPU on linux-x86_64-cpu" in outcomes["hello@gpu"].message
+    assert not (book.fragments / "linux-x86_64-cpu" / "hello@gpu.json").exists()
+
+
+def test_gpu_platform_maps_role_to_framework_device(book):
+    # torch in this interpreter sees no accelerator, so the gpu role is skipped with that reason;
+    # the Rust and 'none' roles map to the platform's names.
+    from capture.roles import resolve
+
+    assert resolve(GPU, "torch", "gpu").device == "cuda"
+    assert resolve(GPU, "burn", "gpu").device == "cuda"
+    assert resolve(GPU, "burn", "cpu").device == "flex"
+    assert resolve(CPU, "candle", "gpu").device is None
+    outcomes, _ = run(book, platform=GPU, only=["hello"], roles=["gpu"])
+    assert outcomes["hello@gpu"].status == "skipped" and "no accelerator" in outcomes["hello@gpu"].message
+
+
+def test_expected_panic_is_success_unexpected_crash_is_failure(book):
+    outcomes, _ = run(book)
+    assert outcomes["tiny-panic@cpu"].status == "ok"
+    frag = Store(book.fragments).read("linux-x86_64-cpu", "tiny-panic@cpu")
+    assert frag.meta["exit_status"] == 101 and "expected panic" in frag.text
+    # now the same program crashes unexpectedly (abort instead of the expected panic)
+    m = book.manifest.read_text().replace('args = ["panic"]', 'args = ["abort"]')
+    book.manifest.write_text(m)
+    outcomes, log = run(book)
+    assert outcomes["tiny-panic@cpu"].status == "failed"
+    assert "expected exit 101, got exit" in outcomes["tiny-panic@cpu"].message
+    store = Store(book.fragments)
+    assert store.read("linux-x86_64-cpu", "tiny-panic@cpu").meta["exit_status"] == 101  # last good kept
+    assert store.read("linux-x86_64-cpu", "tiny-panic@cpu", failed=True) is not None
+    entries = {e.key: e for e in collect(book, load(book.manifest), store, ["linux-x86_64-cpu"])}
+    assert entries["tiny-panic@cpu"].state == "failed"
+
+
+def test_timeout_kills_the_whole_process_group(book, tmp_path):
+    pidfile = tmp_path / "child.pid"
+    m = book.manifest.read_text() + f'''
+[[experiment]]
+id = "hang"
+script = "snippets/sleeper.py"
+args = ["hang", "{pidfile}"]
+timeout = 2
+expect = "timeout"
+'''
+    book.manifest.write_text(m)
+    t = time.monotonic()
+    outcomes, _ = run(book, only=["hang"])
+    assert time.monotonic() - t < 30
+    assert outcomes["hang@cpu"].status == "ok"
+    frag = Store(book.fragments).read("linux-x86_64-cpu", "hang@cpu")
+    assert frag.text.endswith("killed after 2 s\n") and frag.meta["timed_out"] is True
+    child = int(pidfile.read_text())
+    time.sleep(0.2)
+    assert not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text().split()[2]
+
+
+def test_unexpected_timeout_is_a_failure_and_keeps_old_fragment(book):
+    run(book, only=["sleeper"])
+    m = book.manifest.read_text().replace('args = ["slow", "0"]', 'args = ["slow", "30"]\ntimeout = 1')
+    book.manifest.write_text(m)
+    outcomes, _ = run(book, only=["sleeper"])
+    assert outcomes["sleeper@cpu"].status == "failed" and "got timeout" in outcomes["sleeper@cpu"].message
+    store = Store(book.fragments)
+    assert store.read("linux-x86_64-cpu", "sleeper@cpu").text == "working\ndone\n"
+    assert "killed after 1 s" in store.read("linux-x86_64-cpu", "sleeper@cpu", failed=True).text
+
+
+def _spawn_regenerate(book, *extra):
+    code = (
+        "import sys; sys.path.insert(0, %r); from capture.cli import main; raise SystemExit(main(sys.argv[1:]))"
+        % str(Path(__file__).resolve().parents[2])
+    )
+    env = {**os.environ, "BOOK_PLATFORM": "linux-x86_64-cpu"}
+    return subprocess.Popen(
+        [sys.executable, "-c", code, "--root", str(book.root), "regenerate", "--no-review", *extra],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, start_new_session=True,
+    )
+
+
+def _wait_for(path_pred, timeout=30):
+    t = time.monotonic()
+    while time.monotonic() - t < timeout:
+        if path_pred():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_kill_9_mid_run_leaves_the_old_fragment_intact(book):
+    run(book, only=["sleeper"])
+    store = Store(book.fragments)
+    before = store.read("linux-x86_64-cpu", "sleeper@cpu")
+    m = book.manifest.read_text().replace('args = ["slow", "0"]', 'args = ["slow", "20"]')
+    book.manifest.write_text(m)
+    proc = _spawn_regenerate(book, "--only", "sleeper")
+    log = book.scratch / "runs/linux-x86_64-cpu/sleeper@cpu.log"
+    assert _wait_for(lambda: log.is_file() and "working" in log.read_text())
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    after = store.read("linux-x86_64-cpu", "sleeper@cpu")
+    assert after.text == before.text and after.meta == before.meta and not after.torn
+    assert not list((book.fragments / "linux-x86_64-cpu").glob(".*.tmp"))
+
+
+def test_torn_write_is_detected_and_repaired(book):
+    run(book, only=["sleeper"])
+    store = Store(book.fragments)
+    # simulate a kill between the two renames: a new text the JSON does not vouch for
+    (book.fragments / "linux-x86_64-cpu/sleeper@cpu.txt").write_text("half of a new output\n")
+    assert store.read("linux-x86_64-cpu", "sleeper@cpu").torn
+    entries = {e.key: e for e in collect(book, load(book.manifest), store, ["linux-x86_64-cpu"])}
+    assert entries["sleeper@cpu"].state == "torn"
+    outcomes, _ = run(book, only=["sleeper"])
+    assert outcomes["sleeper@cpu"].status == "ok" and not store.read("linux-x86_64-cpu", "sleeper@cpu").torn
+
+
+def test_concurrent_regenerate_is_refused(book):
+    m = book.manifest.read_text().replace('args = ["slow", "0"]', 'args = ["slow", "20"]')
+    book.manifest.write_text(m)
+    first = _spawn_regenerate(book, "--only", "sleeper")
+    try:
+        log = book.scratch / "runs/linux-x86_64-cpu/sleeper@cpu.log"
+        assert _wait_for(lambda: log.is_file() and "working" in log.read_text())
+        second = _spawn_regenerate(book, "--only", "sleeper", "--force")
+        out, _ = second.communicate(timeout=60)
+        assert second.returncode == 3
+        assert "another regenerate is running" in out and f"pid {first.pid}" in out
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
+
+
+def test_other_platforms_fragments_are_never_touched(book):
+    other = book.fragments / "macos-arm64-apple-m2-max"
+    other.mkdir(parents=True)
+    (other / "hello@gpu.txt").write_text("from the mac\n")
+    (other / "hello@gpu.json").write_text(json.dumps({"inputs_hash": "x"}))
+    run(book, force=True)
+    assert (other / "hello@gpu.txt").read_text() == "from the mac\n"
+    assert sorted(p.name for p in other.iterdir()) == ["hello@gpu.json", "hello@gpu.txt"]
+
+
+def test_build_failure_names_the_log_and_keeps_fragments(book):
+    run(book, only=["tiny"])
+    (book.root / "crates/tiny/src/main.rs").write_text("fn main() { this is not rust }")
+    outcomes, _ = run(book, only=["tiny"])
+    o = outcomes["tiny@cpu"]
+    assert o.status == "failed" and "cargo build failed" in o.message and "cargo-build.log" in o.message
+    assert "tiny ok" in Store(book.fragments).read("linux-x86_64-cpu", "tiny@cpu").text
