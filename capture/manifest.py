@@ -55,6 +55,7 @@ class Experiment:
     mask: tuple[str, ...] = ()
     title: str = ""
     line: int = 0  # line of the entry in the manifest, for messages
+    platforms: tuple[str, ...] = ()  # operating systems it runs on ("macos", "linux"); empty = all
     env: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -134,7 +135,7 @@ def load(path: Path) -> Manifest:
 
 
 def _parse_one(raw: dict, defaults: dict, line: int) -> Experiment:
-    known = {"id", "framework", "script", "crate", "bin", "args", "roles", "timeout", "expect", "mask", "title", "env"}
+    known = {"id", "framework", "script", "crate", "bin", "args", "roles", "timeout", "expect", "mask", "title", "env", "platforms"}
     unknown = set(raw) - known
     if unknown:
         raise ValueError(f"unknown key(s) {sorted(unknown)}; allowed: {sorted(known)}")
@@ -171,4 +172,5 @@ def _parse_one(raw: dict, defaults: dict, line: int) -> Experiment:
         title=raw.get("title", ""),
         line=line,
         env={str(k): str(v) for k, v in raw.get("env", {}).items()},
+        platforms=tuple(raw.get("platforms", ())),
     )

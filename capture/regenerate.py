@@ -64,6 +64,8 @@ def plan(layout: Layout, manifest: Manifest, platform: Platform, store: Store, o
             if opts.roles and role not in opts.roles:
                 continue
             res = resolve(platform, exp.framework, role, prebuilt_gpu)
+            if exp.platforms and platform.os not in exp.platforms:
+                res = type(res)(None, f"runs only on {', '.join(exp.platforms)}")
             job = Job(exp, role, res.device, skip_reason=res.reason)
             if res.device:
                 job.inputs = inputsmod.inputs(exp, role, layout)

@@ -1,11 +1,42 @@
 """Sphinx wiring for the capture engine: directives and roles that read fragments.
 
-Only this subpackage imports Sphinx; the core (capture.*) does not.
+Only this subpackage imports Sphinx; the core (capture.*) does not. Each module here is one
+directive family; this file only registers them.
 """
 
+from pathlib import Path
+
 from . import volumes
+from .charts import DataChartDirective
+from .claims import ClaimDirective
+from .coderule import check_code_blocks
+from .numbers import NumRole
+from .output import OutputDirective
+from .provenance import copy_provenance
+from .snippet import SnippetDirective
+from .tables import RecordsTableDirective
+
+STATIC = Path(__file__).resolve().parent / "static"
+
+
+def _add_static(app, config):
+    if str(STATIC) not in config.html_static_path:
+        config.html_static_path.append(str(STATIC))
 
 
 def setup(app):
+    app.add_config_value("book_platforms", [], "env")  # platform keys, in order of preference
+    app.add_config_value("book_root", "", "env")  # repository root (default: the conf.py folder)
+    app.add_config_value("book_code_rule_exempt", [], "env")
+    app.add_directive("snippet", SnippetDirective)
+    app.add_directive("output", OutputDirective)
+    app.add_directive("records-table", RecordsTableDirective)
+    app.add_directive("claim", ClaimDirective)
+    app.add_directive("datachart", DataChartDirective)
+    app.add_role("num", NumRole())
+    app.connect("config-inited", _add_static)
+    app.add_css_file("capture.css")
+    app.connect("doctree-resolved", check_code_blocks)
+    app.connect("build-finished", copy_provenance)
     volumes.setup(app)  # {vol} role: references into the burn / candle volumes
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "0.1"}

@@ -1,0 +1,68 @@
+"""Incremental builds with sphinx-rust: its generated pages are re-read only when the crates change.
+
+sphinx-rust 0.0.2 deletes and rewrites docs/api/crates/<crate>/ on every build, so every
+API page looks newer than the last build and Sphinx re-reads and re-writes all of them,
+even when nothing changed. It also records no dependency on the Rust sources, so the
+fresh timestamps are what makes a changed doc comment show up at all.
+
+This module keeps both properties and drops the waste: around sphinx-rust's
+builder-inited handler it puts back the old timestamps of generated files whose bytes
+did not change, and it marks every generated page outdated when a crate's sources
+(*.rs, Cargo.toml) changed since the last build.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+from sphinx.application import Sphinx
+from sphinx.environment import BuildEnvironment
+
+GENERATED = ("api", "crates")  # where sphinx-rust writes, under the source directory
+
+
+def _generated_files(app: Sphinx) -> list[Path]:
+    root = Path(app.srcdir, *GENERATED)
+    return [p for p in root.rglob("*") if p.is_file()] if root.is_dir() else []
+
+
+def before_sphinx_rust(app: Sphinx) -> None:
+    app.book_rust_pages = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in _generated_files(app)}
+
+
+def after_sphinx_rust(app: Sphinx) -> None:
+    old = getattr(app, "book_rust_pages", {})
+    for path in _generated_files(app):
+        if path in old and path.read_bytes() == old[path][0]:
+            os.utime(path, ns=(old[path][1], old[path][1]))
+
+
+def sources_digest(app: Sphinx) -> str:
+    digest = hashlib.sha256()
+    for crate in app.config.rust_crates:
+        root = Path(app.srcdir, crate)
+        for path in sorted([*root.rglob("*.rs"), root / "Cargo.toml"]):
+            if path.is_file() and "target" not in path.relative_to(root).parts:
+                digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
+
+
+def on_env_get_outdated(app: Sphinx, env: BuildEnvironment, added, changed, removed) -> list[str]:
+    now = sources_digest(app)
+    before = getattr(env, "book_rust_digest", None)
+    env.book_rust_digest = now
+    if before is None or before == now:
+        return []
+    prefix = "/".join(GENERATED) + "/"
+    return sorted(d for d in env.found_docs if d.startswith(prefix) and d not in removed)
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    app.setup_extension("sphinx_rust")
+    app.connect("builder-inited", before_sphinx_rust, priority=400)  # sphinx-rust's runs at 500
+    app.connect("builder-inited", after_sphinx_rust, priority=600)
+    app.connect("env-get-outdated", on_env_get_outdated)
+    return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,206 @@
+"""References to the other volumes of the series: {vol}`burn:fusion-decorator`.
+
+    {vol}`burn:fusion-decorator`              -> burn 卷「Fusion 装饰器」 (title from burn's inventory)
+    {vol}`Fusion 装饰器 <burn:fusion-decorator>` -> the same, with the title written here
+
+`book_volumes` in conf.py says, for each volume, how the text names it, where its pages
+are published and where its Sphinx inventory (objects.inv) is read from: a path relative
+to the configuration directory, or an http(s) URL. A label is looked up as `std:label`,
+then as a page (`std:doc`).
+
+- Inventory available, label found: a link, with the title from the inventory unless the
+  reference gives its own.
+- Inventory available, label missing: a warning (an error under -W): the other volume
+  renamed or dropped that section, or the reference has a typo.
+- Inventory absent or unreachable (e.g. offline): plain text followed by the note
+  「（burn 卷的目录不可用，未链接）」; one info line per volume, never a warning, so a strict
+  offline build passes.
+
+References are resolved when pages are written; when a volume's inventory changes,
+the pages that refer to it are rebuilt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import posixpath
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from docutils import nodes
+from sphinx.application import Sphinx
+from sphinx.environment import BuildEnvironment
+from sphinx.transforms.post_transforms import SphinxPostTransform
+from sphinx.util import logging
+from sphinx.util.docutils import ReferenceRole
+from sphinx.util.inventory import InventoryFile
+
+logger = logging.getLogger(__name__)
+
+FETCH_TIMEOUT_S = 5
+LOOKUP_TYPES = ("std:label", "std:doc")
+
+
+class vol_reference(nodes.Inline, nodes.TextElement):
+    """A reference into another volume, resolved when the page is written."""
+
+
+@dataclass
+class Volume:
+    key: str
+    title: str  # how the text names the volume, e.g. "burn 卷"
+    url: str  # where its pages are published; relative URLs are relative to this site's root
+    source: str  # where its inventory was looked for
+    items: dict[str, tuple[str, str]] | None = None  # label -> (location, title); None: unavailable
+    why: str = ""  # why unavailable
+    digest: str = ""  # of the inventory bytes: pages are rebuilt when it changes
+    unlinked: int = field(default=0)  # references written as plain text in this build
+
+
+def _read_inventory(source: str, confdir: str) -> bytes:
+    if source.startswith(("http://", "https://")):
+        with urllib.request.urlopen(source, timeout=FETCH_TIMEOUT_S) as resp:
+            return resp.read()
+    return Path(confdir, source).read_bytes()
+
+
+def load_volume(key: str, spec: dict[str, Any], confdir: str) -> Volume:
+    """Read one volume's inventory; never raises (an unusable inventory leaves items None)."""
+    vol = Volume(
+        key=key,
+        title=spec.get("title") or f"{key} 卷",
+        url=spec.get("url") or "",
+        source=spec.get("inventory") or "",
+    )
+    if not vol.source:
+        vol.why = "没有配置 inventory"
+        return vol
+    try:
+        data = _read_inventory(vol.source, confdir)
+        inv = InventoryFile.load(io.BytesIO(data), "", lambda _base, loc: loc)
+    except Exception as exc:  # missing file, network, corrupt inventory: all degrade the same way
+        vol.why = f"{vol.source}: {exc}"
+        return vol
+    vol.digest = hashlib.sha256(data).hexdigest()
+    vol.items = {}
+    for objtype in reversed(LOOKUP_TYPES):  # std:label wins over a page of the same name
+        for name, (_proj, _ver, location, dispname) in inv.get(objtype, {}).items():
+            vol.items[name] = (location, name if dispname in ("", "-") else dispname)
+    return vol
+
+
+class VolumeRole(ReferenceRole):
+    """{vol}`volume:label` or {vol}`title <volume:label>`."""
+
+    def run(self) -> tuple[list[nodes.Node], list[nodes.system_message]]:
+        volume, sep, label = self.target.partition(":")
+        volumes = self.config.book_volumes
+        if not sep or not label or volume not in volumes:
+            known = ", ".join(sorted(volumes)) or "(book_volumes is empty)"
+            msg = self.inliner.reporter.warning(
+                f"{{vol}} expects `volume:label` with volume one of {known}; got {self.target!r}",
+                line=self.lineno,
+            )
+            prb = self.inliner.problematic(self.rawtext, self.rawtext, msg)
+            return [prb], [msg]
+        node = vol_reference(self.rawtext, volume=volume.strip(), label=label.strip())
+        if self.has_explicit_title:
+            node["title"] = self.title
+        self.set_source_info(node)
+        docs = getattr(self.env, "book_vol_docs", None)
+        if docs is None:
+            docs = self.env.book_vol_docs = set()
+        docs.add(self.env.docname)
+        return [node], []
+
+
+def _site_root(app: Sphinx, docname: str) -> str:
+    """Relative path from a written page to the site's root, e.g. '../' for dev/site.html."""
+    return "../" * app.builder.get_target_uri(docname).count("/")
+
+
+class ResolveVolumeReferences(SphinxPostTransform):
+    default_priority = 10
+
+    def run(self, **kwargs: Any) -> None:
+        volumes: dict[str, Volume] = getattr(self.app, "book_volumes", {})
+        for node in list(self.document.findall(vol_reference)):
+            node.replace_self(self.resolve(node, volumes.get(node["volume"])))
+
+    def resolve(self, node: vol_reference, vol: Volume | None) -> list[nodes.Node]:
+        label = node["label"]
+        if vol is None:  # the volume was removed from book_volumes after this page was read
+            text = f"{node['volume']} 卷「{node.get('title') or label}」"
+            logger.warning(f"{{vol}}: no volume {node['volume']!r} in book_volumes", location=node, type="vol")
+            return [nodes.Text(text)]
+        found = vol.items.get(label) if vol.items is not None else None
+        text = f"{vol.title}「{node.get('title') or (found[1] if found else label)}」"
+        if found is not None:
+            url = vol.url
+            if url and "://" not in url and not url.startswith("/"):
+                url = _site_root(self.app, self.env.docname) + url
+            ref = nodes.reference("", text, internal=False, refuri=posixpath.join(url, found[0]) if url else found[0])
+            ref["classes"].append("vol-ref")
+            return [ref]
+        if vol.items is not None:
+            logger.warning(
+                f"{{vol}}: {vol.title}的目录（{vol.source}）里没有 {label!r}",
+                location=node,
+                type="vol",
+                subtype="missing",
+            )
+            note = f"（{vol.title}里找不到这一节，未链接）"
+        else:
+            vol.unlinked += 1
+            note = f"（{vol.title}的目录不可用，未链接）"
+        return [
+            nodes.inline(text, text, classes=["vol-ref", "vol-unlinked"]),
+            nodes.inline(note, note, classes=["vol-note"]),
+        ]
+
+
+def on_builder_inited(app: Sphinx) -> None:
+    app.book_volumes = {
+        key: load_volume(key, spec, str(app.confdir)) for key, spec in app.config.book_volumes.items()
+    }
+
+
+def on_env_get_outdated(app: Sphinx, env: BuildEnvironment, added, changed, removed) -> list[str]:
+    """Rewrite the pages that refer to a volume whose inventory changed or (dis)appeared."""
+    state = {key: (vol.url, vol.source, vol.digest) for key, vol in app.book_volumes.items()}
+    before = getattr(env, "book_volumes_state", None)
+    env.book_volumes_state = state
+    if before is None or before == state:
+        return []
+    return sorted(getattr(env, "book_vol_docs", set()) - set(removed))
+
+
+def on_env_purge_doc(app: Sphinx, env: BuildEnvironment, docname: str) -> None:
+    getattr(env, "book_vol_docs", set()).discard(docname)
+
+
+def on_env_merge_info(app: Sphinx, env: BuildEnvironment, docnames, other: BuildEnvironment) -> None:
+    if not hasattr(env, "book_vol_docs"):
+        env.book_vol_docs = set()
+    env.book_vol_docs |= getattr(other, "book_vol_docs", set()) & set(docnames)
+
+
+def on_build_finished(app: Sphinx, exception) -> None:
+    for vol in getattr(app, "book_volumes", {}).values():
+        if vol.items is None and vol.unlinked:
+            logger.info(f"{{vol}}: {vol.title}的目录不可用（{vol.why}），{vol.unlinked} 处引用写成了纯文本")
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    app.add_config_value("book_volumes", {}, "env", types=[dict])
+    app.add_role("vol", VolumeRole())
+    app.add_post_transform(ResolveVolumeReferences)
+    app.connect("builder-inited", on_builder_inited)
+    app.connect("env-get-outdated", on_env_get_outdated)
+    app.connect("env-purge-doc", on_env_purge_doc)
+    app.connect("env-merge-info", on_env_merge_info)
+    app.connect("build-finished", on_build_finished)
+    return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

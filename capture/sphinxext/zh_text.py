@@ -1,0 +1,59 @@
+"""Chinese paragraphs written across several source lines read as one.
+
+Markdown turns a line break inside a paragraph into a space. Between two Chinese
+characters that space shows (browsers do not drop it), so text wrapped in the source,
+
+    调用一个张量运算之后，结果什么时候真正算出来？算在哪台设备上、和哪些运算合在一起、
+    出了错在哪一行知道？
+
+would read 「合在一起、 出了错」. This transform removes a line break (and the blanks
+around it) when the characters on both sides are CJK (ideographs, kana, full-width
+punctuation). A break next to Latin text stays a space: 「PyTorch 和」 is written that way
+anyway. Code, literals and math are left alone.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from docutils import nodes
+from sphinx.application import Sphinx
+from sphinx.transforms import SphinxTransform
+
+CJK = "\u2e80-\u2fff\u3000-\u303f\u3040-\u30ff\u3100-\u312f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef"
+SOFT_BREAK = re.compile(rf"(?<=[{CJK}])[ \t]*\n[ \t]*(?=[{CJK}])")
+VERBATIM = (nodes.FixedTextElement, nodes.literal, nodes.raw, nodes.math)
+
+
+def join_cjk_lines(text: str) -> str:
+    return SOFT_BREAK.sub("", text)
+
+
+def _join(element: nodes.Element) -> None:
+    for i, child in enumerate(element.children):
+        if isinstance(child, VERBATIM):
+            continue
+        if isinstance(child, nodes.Element):
+            _join(child)
+        elif "\n" in child:
+            # MyST gives a soft line break its own Text node: the characters that decide
+            # are the neighbours' (which may be inline markup such as **粗体**).
+            before = element[i - 1].astext()[-1:] if i > 0 else ""
+            after = element[i + 1].astext()[:1] if i + 1 < len(element) else ""
+            joined = join_cjk_lines(before + child + after)
+            joined = joined[len(before) : len(joined) - len(after)]
+            if joined != child:
+                element[i] = nodes.Text(joined)
+
+
+class JoinCJKLines(SphinxTransform):
+    default_priority = 500
+
+    def apply(self, **kwargs: Any) -> None:
+        _join(self.document)
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    app.add_transform(JoinCJKLines)
+    return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

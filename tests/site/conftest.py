@@ -1,0 +1,167 @@
+"""Fixtures for the site tests: one strict build per session, a local HTTP server, Chromium.
+
+The build is the real one (`sphinx-build -W -n`, conf.py at the top, sources in docs/)
+into a temporary folder; BOOK_SITE_DIR=docs/_build/html reuses a build made by
+`nox -s docs` instead. Browser tests drive the system's Chromium through Playwright and
+never download a browser; without Chromium they are skipped, except under CI=true, where
+a missing browser is a failure so that they always run there.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import threading
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+from site_helpers import DOCS, ROOT
+
+GET_CHROMIUM = (
+    "install Chromium and the CJK fonts (Debian/Ubuntu: apt-get install chromium fonts-noto-cjk), "
+    "or point BOOK_CHROMIUM at a Chrome/Chromium binary"
+)
+# From docs/dev/site.md: what headless Chromium needs here (root, no GPU, no network).
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def unavailable(message: str):
+    """Skip, or fail under CI=true: in CI the site tests must run."""
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"{message} (CI=true: the site tests must run)")
+    pytest.skip(message)
+
+
+def strict_build(out: Path) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "sphinx", "-W", "-n", "--keep-going", "-b", "html"]
+    cmd += ["-c", str(ROOT), "-d", str(out.parent / "doctrees"), str(DOCS), str(out)]
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+
+
+@pytest.fixture(scope="session")
+def site(tmp_path_factory) -> Path:
+    """The built HTML site (a strict build made once per session)."""
+    reuse = os.environ.get("BOOK_SITE_DIR")
+    if reuse:
+        return Path(reuse).resolve()
+    try:
+        import sphinx  # noqa: F401
+    except ImportError:
+        unavailable("Sphinx is not installed: install the `docs` extra (pip install -e '.[docs,test]')")
+    out = tmp_path_factory.mktemp("site") / "html"
+    proc = strict_build(out)
+    if proc.returncode != 0:
+        pytest.fail(f"strict build failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-6000:]}")
+    return out
+
+
+class QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:
+        pass
+
+
+@pytest.fixture(scope="session")
+def server(site):
+    """Base URL of the site served over HTTP on 127.0.0.1 (a free port)."""
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), partial(QuietHandler, directory=str(site)))
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def find_chromium() -> str | None:
+    env = os.environ.get("BOOK_CHROMIUM")
+    if env:
+        return env
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        if path := shutil.which(name):
+            return path
+    mac = Path("/Applications/Google Chrome.app/Contents/MacOS/Google Chrome")
+    return str(mac) if mac.exists() else None
+
+
+@pytest.fixture(scope="session")
+def browser():
+    exe = find_chromium()
+    if exe is None:
+        unavailable(f"no Chromium found: {GET_CHROMIUM}")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        unavailable("Playwright for Python is missing: install the `test` extra (pip install -e '.[test]')")
+    with sync_playwright() as pw:
+        chromium = pw.chromium.launch(executable_path=exe, headless=True, args=CHROMIUM_ARGS)
+        yield chromium
+        chromium.close()
+
+
+class PageProbe:
+    """A fresh browser page that records what went wrong: console errors, script errors,
+    failed or 4xx/5xx requests, and any request that tried to leave the machine."""
+
+    LOCAL_SCHEMES = {"file", "data", "blob", "about"}
+
+    def __init__(self, browser):
+        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+        self.page = self.context.new_page()
+        self.problems: list[str] = []
+        self.page.on("console", self._console)
+        self.page.on("pageerror", lambda exc: self.problems.append(f"script error: {exc}"))
+        self.page.on("requestfailed", self._failed)
+        self.page.on("response", self._response)
+        self.context.route("**/*", self._route)
+
+    def _console(self, msg) -> None:
+        if msg.type == "error":
+            self.problems.append(f"console error: {msg.text}")
+
+    def _failed(self, req) -> None:
+        # ERR_ABORTED: the next navigation cancelled a request still in flight (the favicon)
+        if "ERR_ABORTED" not in (req.failure or ""):
+            self.problems.append(f"request failed: {req.url} {req.failure}")
+
+    def _response(self, resp) -> None:
+        if resp.status >= 400:
+            self.problems.append(f"HTTP {resp.status}: {resp.url}")
+
+    def _route(self, route) -> None:
+        url = urlsplit(route.request.url)
+        if url.scheme in self.LOCAL_SCHEMES or url.hostname == "127.0.0.1":
+            route.continue_()
+        else:
+            self.problems.append(f"external request blocked: {route.request.url}")
+            route.abort()
+
+    def goto(self, url: str) -> None:
+        self.page.goto(url, wait_until="load")
+
+    def close(self) -> None:
+        self.context.close()
+
+
+@pytest.fixture
+def probe(browser):
+    probes: list[PageProbe] = []
+
+    def make() -> PageProbe:
+        probes.append(PageProbe(browser))
+        return probes[-1]
+
+    yield make
+    for p in probes:
+        p.close()

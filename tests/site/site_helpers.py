@@ -1,0 +1,56 @@
+"""Helpers shared by the site tests (a plain module: test files import it by name)."""
+
+from __future__ import annotations
+
+import html
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+
+
+def html_pages(site: Path) -> list[Path]:
+    """Every page of the site (not the copied sources or static files)."""
+    skip = {"_static", "_sources", "_images", "_downloads"}
+    return sorted(p for p in site.rglob("*.html") if not skip & set(p.relative_to(site).parts))
+
+
+MERMAID_PRE = re.compile(r'<pre [^>]*class="mermaid[^"]*"[^>]*>(.*?)</pre>', re.S)
+
+
+def mermaid_sources(page: Path) -> list[str]:
+    """The mermaid source of each chart on a built page, in page order."""
+    return [html.unescape(m) for m in MERMAID_PRE.findall(page.read_text(encoding="utf-8"))]
+
+
+class ParsedPage(HTMLParser):
+    """The ids a page defines and the URLs it refers to, as (tag, attribute, url)."""
+
+    URL_ATTRS = {"href", "src", "data", "poster", "action"}
+
+    def __init__(self, path: Path):
+        super().__init__(convert_charrefs=True)
+        self.path = path
+        self.ids: set[str] = set()
+        self.urls: list[tuple[str, str, str]] = []
+        self.feed(path.read_text(encoding="utf-8"))
+
+    def handle_starttag(self, tag, attrs):
+        for name, value in attrs:
+            if value is None:
+                continue
+            if name in ("id", "name") and (name == "id" or tag == "a"):
+                self.ids.add(value)
+            elif name in self.URL_ATTRS:
+                self.urls.append((tag, name, value))
+            elif name == "srcset":
+                self.urls += [(tag, name, part.split()[0]) for part in value.split(",") if part.strip()]
+
+
+EXTERNAL = re.compile(r"^(?:[a-z][a-z0-9+.-]*:)?//", re.I)  # http://, https://, //host
+
+
+def is_external(url: str) -> bool:
+    return bool(EXTERNAL.match(url.strip()))

@@ -1,0 +1,163 @@
+"""The built site in a real browser (system Chromium, headless), over HTTP and from file://."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import quote, unquote, urlsplit
+
+import pytest
+from site_helpers import html_pages, mermaid_sources
+
+pytestmark = pytest.mark.browser
+
+CHART_TIMEOUT_MS = 20_000
+CJK_CHAR = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff]")
+CJK_FONT = re.compile(r"CJK|Han|Hei|Song|Ming|Kai|PingFang|Hiragino|YaHei|WenQuanYi|Droid Sans Fallback|\bSC\b", re.I)
+SEARCH_TERM = "延迟执行"
+
+
+def page_url(base: str, site, page) -> str:
+    return base + quote(page.relative_to(site).as_posix())
+
+
+def chart_labels(source: str) -> list[str]:
+    """The texts a flowchart source puts on nodes and edges: what the SVG must show."""
+    body = re.sub(r"\A\s*---\n.*?\n---\n", "", source, flags=re.S)  # front matter (config, title)
+    body = "\n".join(line for line in body.splitlines() if not line.strip().startswith("%%"))
+    labels = re.findall(r'"([^"]+)"', body)
+    unquoted = re.sub(r'"[^"]*"', "", body)
+    for pattern in (r"\[([^\[\]\n]+)\]", r"\{([^{}\n]+)\}", r"\(([^()\n]+)\)", r"\|([^|\n]+)\|"):
+        labels += re.findall(pattern, unquoted)
+    return [lab.strip().strip("`*") for lab in labels if lab.strip()]
+
+
+def squash(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+def render_charts(probe, url: str, sources: list[str]) -> list[str]:
+    """Open a page, let its charts draw, return what is missing from them."""
+    probe.goto(url)
+    page = probe.page
+    page.evaluate("document.querySelectorAll('details').forEach((d) => { d.open = true; })")
+    try:
+        page.wait_for_function(
+            "n => document.querySelectorAll('pre.mermaid[data-processed=\"true\"] svg').length >= n",
+            arg=len(sources),
+            timeout=CHART_TIMEOUT_MS,
+        )
+    except Exception:  # playwright's TimeoutError; the assertions below say what is missing
+        pass
+    drawn = page.evaluate(
+        "Array.from(document.querySelectorAll('pre.mermaid')).map((el) => {"
+        "  const svg = el.querySelector('svg');"
+        "  return svg ? svg.textContent : null; })"
+    )
+    missing = []
+    if len(drawn) != len(sources):
+        missing.append(f"{url}: {len(sources)} charts in the HTML, {len(drawn)} on the page")
+    for i, (source, text) in enumerate(zip(sources, drawn)):
+        if text is None:
+            missing.append(f"{url}: chart {i + 1} did not become an SVG")
+            continue
+        lost = [lab for lab in chart_labels(source) if squash(lab) not in squash(text)]
+        if lost:
+            missing.append(f"{url}: chart {i + 1} lacks labels {lost}")
+    return missing
+
+
+def chart_pages(site):
+    return [(p, s) for p in html_pages(site) if (s := mermaid_sources(p))]
+
+
+def test_every_page_loads_without_errors(site, server, probe):
+    p = probe()  # one tab for all pages: a fresh context per page costs ~1 s here
+    problems = []
+    for page in html_pages(site):
+        p.problems.clear()
+        p.goto(page_url(server, site, page))
+        problems += [f"{page.relative_to(site)}: {msg}" for msg in p.problems]
+    assert not problems, "\n".join(problems)
+
+
+def test_site_has_a_chart_to_check(site):
+    assert chart_pages(site), "no mermaid chart anywhere: the chart tests would prove nothing"
+
+
+def test_charts_render_over_http(site, server, probe):
+    missing = []
+    for page, sources in chart_pages(site):
+        p = probe()
+        missing += render_charts(p, page_url(server, site, page), sources) + p.problems
+        p.close()
+    assert not missing, "\n".join(missing)
+
+
+def test_charts_render_from_file(site, probe):
+    """Opened from disk (file://) the charts still draw: mermaid's classic build is a plain script."""
+    missing = []
+    for page, sources in chart_pages(site):
+        p = probe()
+        missing += render_charts(p, page.as_uri(), sources) + p.problems
+        p.close()
+    assert not missing, "\n".join(missing)
+
+
+def test_pages_open_from_file_without_errors(site, probe):
+    problems = []
+    for page in [site / "index.html", site / "search.html"]:
+        p = probe()
+        p.goto(page.as_uri())
+        problems += [f"{page.name}: {msg}" for msg in p.problems]
+        p.close()
+    assert not problems, "\n".join(problems)
+
+
+def test_chinese_renders_with_a_cjk_font(server, probe):
+    """The glyphs of a Chinese paragraph come from a CJK font, not from boxes of a Latin one."""
+    p = probe()
+    p.goto(server + "index.html")
+    text = p.page.evaluate(
+        "() => { const el = Array.from(document.querySelectorAll('article p'))"
+        "  .find((e) => /[\\u4e00-\\u9fff]{8}/.test(e.textContent));"
+        "  el.setAttribute('data-cjk-probe', ''); return el.textContent; }"
+    )
+    cdp = p.context.new_cdp_session(p.page)
+    cdp.send("DOM.enable")
+    cdp.send("CSS.enable")
+    root = cdp.send("DOM.getDocument")["root"]["nodeId"]
+    node = cdp.send("DOM.querySelector", {"nodeId": root, "selector": "[data-cjk-probe]"})["nodeId"]
+    fonts = cdp.send("CSS.getPlatformFontsForNode", {"nodeId": node})["fonts"]
+    cjk_glyphs = sum(f["glyphCount"] for f in fonts if CJK_FONT.search(f["familyName"]))
+    want = len(CJK_CHAR.findall(text))
+    assert cjk_glyphs >= want, f"{want} Chinese characters, {cjk_glyphs} drawn by a CJK font; fonts used: {fonts}"
+
+
+def expected_search_hits(site, term: str) -> set[str]:
+    """Pages whose article text contains the term."""
+    hits = set()
+    for page in html_pages(site):
+        text = page.read_text(encoding="utf-8")
+        article = text[text.find("<article") :]
+        if term in re.sub(r"<[^>]+>", "", article):
+            hits.add(page.relative_to(site).as_posix())
+    return hits - {"search.html", "genindex.html"}
+
+
+@pytest.mark.parametrize("scheme", ["http", "file"])
+def test_chinese_search_finds_the_page(site, server, probe, scheme):
+    """jieba with docs/zh_dict.txt indexes 延迟执行 as one term; without the dictionary it finds nothing."""
+    expected = expected_search_hits(site, SEARCH_TERM)
+    assert expected, f"no page contains {SEARCH_TERM!r}: the search test would prove nothing"
+    p = probe()
+    base = server if scheme == "http" else (site / "index.html").as_uri().rsplit("/", 1)[0] + "/"
+    p.goto(f"{base}search.html?q={quote(SEARCH_TERM)}")
+    # the summary line is written when the search has finished, with or without results
+    p.page.wait_for_function(
+        "() => (document.querySelector('#search-results .search-summary') || {}).innerText", timeout=10_000
+    )
+    hrefs = p.page.eval_on_selector_all("#search-results ul.search li > a", "els => els.map((a) => a.href)")
+    found = {unquote(urlsplit(h).path)[len(unquote(urlsplit(base).path)) :] for h in hrefs}
+    assert found, "search returned nothing"
+    assert found <= expected, f"results without the term: {found - expected}"
+    assert p.problems == []
