@@ -26,6 +26,10 @@ def cmd_regenerate(args, layout: Layout) -> int:
 
     manifest, store = _common(layout)
     platform = detect()
+    if args.prebuilt:
+        from capture.prebuilt import verify
+
+        verify(layout, Path(args.prebuilt))
     print(f"platform {platform.key}" + (f" ({platform.gpu_name})" if platform.gpu_name else ""), file=sys.stderr)
     opts = Options(
         only=args.only, roles=args.device, force=args.force, python=args.python or sys.executable,
@@ -83,6 +87,19 @@ def cmd_check(args, layout: Layout) -> int:
     return check(layout, manifest, store, detect(), only=args.only, roles=args.device, python=args.python or sys.executable)
 
 
+def cmd_build_prebuilt(args, layout: Layout) -> int:
+    from capture.build import BuildError
+    from capture.prebuilt import build_prebuilt
+
+    try:
+        info = build_prebuilt(layout, args.gpu, Path(args.out), echo=lambda s: print(s, file=sys.stderr))
+    except BuildError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(json.dumps(info, indent=1))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m capture", description=__doc__)
     p.add_argument("--root", help="repository root (default: found from the current folder)")
@@ -106,6 +123,11 @@ def main(argv: list[str] | None = None) -> int:
     c.add_argument("--device", nargs="+", choices=["cpu", "gpu"])
     c.add_argument("--python")
     c.set_defaults(fn=cmd_check)
+
+    b = sub.add_parser("build-prebuilt", help="build the Rust experiments for a GPU machine that cannot build")
+    b.add_argument("--gpu", default="cuda", choices=["cuda"])
+    b.add_argument("--out", required=True, help="folder for the binaries and build-info.json")
+    b.set_defaults(fn=cmd_build_prebuilt)
 
     args = p.parse_args(argv)
     layout = Layout(Path(args.root).resolve() if args.root else find_root())

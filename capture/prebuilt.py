@@ -1,0 +1,75 @@
+"""Binaries for a machine that cannot build: build here for its GPU, stamp them, check the stamp there.
+
+    python -m capture build-prebuilt --gpu cuda --out .device/bin     (here: has cargo)
+    python -m capture regenerate --prebuilt .device/bin --python python3   (there: no cargo)
+
+build-info.json records the features, rustc, where and when it was built, and a digest of
+every Rust source; `regenerate --prebuilt` refuses binaries whose sources differ from the
+checkout's, so a fragment never claims inputs that were not what ran.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+from capture import build as buildmod
+from capture.inputs import file_digest
+from capture.manifest import load
+from capture.paths import Layout, cache_home
+from capture.platform import detect
+from capture.roles import candle_cuda_buildable
+
+
+def sources_digest(layout: Layout) -> str:
+    h = hashlib.sha256()
+    files = sorted(p for p in layout.crates.rglob("*") if p.is_file() and "target" not in p.relative_to(layout.crates).parts)
+    for f in files:
+        h.update(f"{layout.rel(f)}\0{file_digest(f)}\n".encode())
+    return h.hexdigest()[:16]
+
+
+def build_prebuilt(layout: Layout, gpu: str, out: Path, echo=print) -> dict:
+    manifest = load(layout.manifest)
+    crates = {e.crate: e.framework for e in manifest.experiments if e.crate}
+    feats, gpu_frameworks = [], []
+    for crate, fw in sorted(crates.items()):
+        if fw == "candle" and not candle_cuda_buildable():
+            echo(f"note: {crate} without {gpu}: candle's CUDA kernels need nvcc at build time (none found)")
+            continue
+        feats.append(f"{crate}/{gpu}")
+        gpu_frameworks.append(fw)
+    target = cache_home() / f"cargo-target-{gpu}"
+    import os
+
+    os.environ["CARGO_TARGET_DIR"] = str(target)
+    bins = buildmod.cargo_build(Layout(layout.root), feats, layout.scratch / f"cargo-build-{gpu}.log", echo=echo)
+    out.mkdir(parents=True, exist_ok=True)
+    names = sorted({e.binary for e in manifest.experiments if e.crate})
+    for name in names:
+        shutil.copy2(bins.path(name), out / name)
+    info = {
+        "features": feats,
+        "gpu_frameworks": sorted(set(gpu_frameworks)),
+        "rustc": bins.rustc,
+        "built_on": detect().key,
+        "built_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "sources_digest": sources_digest(layout),
+        "binaries": {n: (out / n).stat().st_size for n in names},
+    }
+    (out / buildmod.BUILD_INFO).write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
+    return info
+
+
+def verify(layout: Layout, dir: Path) -> None:
+    info = json.loads((dir / buildmod.BUILD_INFO).read_text(encoding="utf-8"))
+    here = sources_digest(layout)
+    if info.get("sources_digest") != here:
+        raise SystemExit(
+            f"error: prebuilt binaries in {dir} were built from other Rust sources "
+            f"(digest {info.get('sources_digest')}, checkout {here}); rebuild them with "
+            f"`python -m capture build-prebuilt --gpu cuda --out {dir}` on a machine with cargo"
+        )
