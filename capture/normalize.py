@@ -12,7 +12,7 @@ _NUM = r"\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"
 
 BUILTIN: list[tuple[str, str]] = [
     # durations as fmt_duration / Rust Debug print them: 5.943ms, 50.000µs, 1.2 s, 28.9325ms, 125.5 ns
-    (rf"{_NUM}\s?(?:ns|µs|us|ms|s)\b(?!/)", "<dur>"),
+    (rf"{_NUM}\s?(?:ns|µs|us|ms|s)\b", "<dur>"),
     # rates and throughputs: 544 GFLOP/s, 4.3 TB/s, 1.2 GB/s
     (rf"{_NUM}\s?[KMGTP]?(?:FLOP|B|op)/s", "<rate>"),
     (r"0x[0-9a-fA-F]{6,}", "<addr>"),
