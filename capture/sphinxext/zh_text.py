@@ -30,6 +30,17 @@ def join_cjk_lines(text: str) -> str:
     return SOFT_BREAK.sub("", text)
 
 
+def _neighbour(element: nodes.Element, i: int, step: int) -> str:
+    """The character next to child i, skipping empty siblings (MyST leaves some around markup)."""
+    i += step
+    while 0 <= i < len(element):
+        text = element[i].astext()
+        if text:
+            return text[-1] if step < 0 else text[0]
+        i += step
+    return ""
+
+
 def _join(element: nodes.Element) -> None:
     for i, child in enumerate(element.children):
         if isinstance(child, VERBATIM):
@@ -39,8 +50,7 @@ def _join(element: nodes.Element) -> None:
         elif "\n" in child:
             # MyST gives a soft line break its own Text node: the characters that decide
             # are the neighbours' (which may be inline markup such as **粗体**).
-            before = element[i - 1].astext()[-1:] if i > 0 else ""
-            after = element[i + 1].astext()[:1] if i + 1 < len(element) else ""
+            before, after = _neighbour(element, i, -1), _neighbour(element, i, +1)
             joined = join_cjk_lines(before + child + after)
             joined = joined[len(before) : len(joined) - len(after)]
             if joined != child:
