@@ -120,7 +120,7 @@ class _Context:
     def __init__(self, layout: Layout, platform: Platform, opts: Options):
         self.layout, self.platform, self.opts = layout, platform, opts
         self._machine = None
-        self._python = None
+        self._python = {}
         self._binaries = None
         self._build_error = None
 
@@ -130,11 +130,10 @@ class _Context:
             self._machine = machine_record(self.platform)
         return self._machine
 
-    @property
-    def python(self) -> dict:
-        if self._python is None:
-            self._python = probe_python(self.opts.python)
-        return self._python
+    def python(self, torch: bool) -> dict:
+        if torch not in self._python:
+            self._python[torch] = probe_python(self.opts.python, torch)
+        return self._python[torch]
 
     def binaries(self, progress: Progress):
         if self._binaries is None and self._build_error is None:
@@ -161,7 +160,7 @@ def _command(job: Job, ctx: _Context, progress: Progress) -> tuple[list[str], di
     exp = job.exp
     args = [a.replace("{device}", job.device) for a in exp.args[job.role]]
     if exp.script:
-        return [ctx.opts.python, str(ctx.layout.root / exp.script), *args], {"python": ctx.python}
+        return [ctx.opts.python, str(ctx.layout.root / exp.script), *args], {"python": ctx.python(exp.framework == "torch")}
     bins = ctx.binaries(progress)
     exe = bins.path(exp.binary)
     if not exe.is_file():
@@ -176,11 +175,12 @@ def _run_job(job: Job, ctx: _Context, store: Store, progress: Progress) -> Outco
     except buildmod.BuildError as e:
         _record_failure(store, job, ctx, f"{e}\n\n{e.log[-4000:]}", None, False, 0.0)
         return Outcome(job.key, "failed", str(e).splitlines()[0], old=job.old)
-    if exp.script and ("torch_error" in ctx.python or "python_error" in ctx.python):
-        msg = ctx.python.get("python_error") or ctx.python.get("torch_error")
+    py = versions.get("python", {})
+    if exp.script and ("torch_error" in py or "python_error" in py):
+        msg = py.get("python_error") or py.get("torch_error")
         _record_failure(store, job, ctx, f"cannot run Python snippets: {msg}\n", None, False, 0.0)
         return Outcome(job.key, "failed", msg, old=job.old)
-    if exp.framework == "torch" and job.role == "gpu" and ctx.python.get("accelerator") is None:
+    if exp.framework == "torch" and job.role == "gpu" and py.get("accelerator") is None:
         return Outcome(job.key, "skipped", f"torch in {ctx.opts.python} sees no accelerator")
 
     scratch = ctx.layout.scratch / "runs" / ctx.platform.key
@@ -247,9 +247,10 @@ def _version_record(ctx: _Context, exp: Experiment, versions: dict) -> dict:
     if "python" in versions:
         py = versions["python"]
         out.update({k: py.get(k) for k in ("python", "torch", "threads") if k in py})
-        pin = inputsmod.torch_pin(ctx.layout)
-        out["torch_pin"] = pin
-        out["torch_matches_pin"] = (py.get("torch") or "").split("+")[0] == pin
+        if exp.framework == "torch":
+            pin = inputsmod.torch_pin(ctx.layout)
+            out["torch_pin"] = pin
+            out["torch_matches_pin"] = (py.get("torch") or "").split("+")[0] == pin
     if "build" in versions:
         out["rust_build"] = versions["build"]
         out.update(lock_versions(ctx.layout.crates / "Cargo.lock"))

@@ -10,6 +10,8 @@ from pathlib import Path
 _TORCH_PROBE = r"""
 import json, platform, sys
 out = {"python": platform.python_version(), "executable": sys.executable}
+if "--torch" not in sys.argv:
+    print(json.dumps(out)); raise SystemExit
 try:
     import torch
     out["torch"] = torch.__version__
@@ -22,9 +24,11 @@ print(json.dumps(out))
 """
 
 
-def probe_python(python: str) -> dict:
+def probe_python(python: str, torch: bool = True) -> dict:
+    """Versions from the interpreter that runs the snippets; importing torch (seconds) only when asked."""
     try:
-        r = subprocess.run([python, "-c", _TORCH_PROBE], capture_output=True, text=True, timeout=120)
+        cmd = [python, "-c", _TORCH_PROBE] + (["--torch"] if torch else [])
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     except (OSError, subprocess.TimeoutExpired) as e:
         return {"python_error": f"{python}: {e}"}
     if r.returncode != 0:
