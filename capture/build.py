@@ -25,7 +25,7 @@ class Binaries:
     rustc: str | None
     prebuilt: bool = False
     info: dict = field(default_factory=dict)
-    gpu_frameworks: list[str] = field(default_factory=list)  # frameworks built with GPU support
+    gpu_devices: dict = field(default_factory=dict)  # framework -> GPU device it was built for
 
     def path(self, name: str) -> Path:
         return self.dir / name
@@ -77,5 +77,5 @@ def load_prebuilt(dir: Path) -> Binaries:
         info.get("rustc"),
         prebuilt=True,
         info={"built_on": info.get("built_on"), "built_at": info.get("built_at")},
-        gpu_frameworks=info.get("gpu_frameworks", []),
+        gpu_devices=info.get("gpu_devices", {}),
     )

@@ -92,7 +92,8 @@ def cmd_build_prebuilt(args, layout: Layout) -> int:
     from capture.prebuilt import build_prebuilt
 
     try:
-        info = build_prebuilt(layout, args.gpu, Path(args.out), echo=lambda s: print(s, file=sys.stderr))
+        info = build_prebuilt(layout, args.gpu, Path(args.out), echo=lambda s: print(s, file=sys.stderr),
+                              candle_cuda=args.candle_cuda)
     except BuildError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
@@ -127,6 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     b = sub.add_parser("build-prebuilt", help="build the Rust experiments for a GPU machine that cannot build")
     b.add_argument("--gpu", default="cuda", choices=["cuda"])
     b.add_argument("--out", required=True, help="folder for the binaries and build-info.json")
+    b.add_argument("--candle-cuda", action="store_true",
+                   help="also build candle's CUDA kernels, with nvcc 13.0 from NVIDIA's PyPI wheels (capture/cudakit.py)")
     b.set_defaults(fn=cmd_build_prebuilt)
 
     args = p.parse_args(argv)

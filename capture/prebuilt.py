@@ -14,6 +14,7 @@ import datetime as dt
 import hashlib
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 from capture import build as buildmod
@@ -21,7 +22,7 @@ from capture.inputs import file_digest
 from capture.manifest import load
 from capture.paths import Layout, cache_home
 from capture.platform import detect
-from capture.roles import candle_cuda_buildable
+from capture.roles import burn_nvidia_backend, candle_cuda_buildable
 
 
 def sources_digest(layout: Layout) -> str:
@@ -32,19 +33,25 @@ def sources_digest(layout: Layout) -> str:
     return h.hexdigest()[:16]
 
 
-def build_prebuilt(layout: Layout, gpu: str, out: Path, echo=print) -> dict:
+def build_prebuilt(layout: Layout, gpu: str, out: Path, echo=print, candle_cuda: bool = False) -> dict:
+    import os
+
+    if candle_cuda:
+        from capture import cudakit
+
+        subprocess.run(["cargo", "fetch", "--locked"], cwd=layout.crates, check=True)
+        os.environ.update(cudakit.build_env(cudakit.install(log=echo)))
     manifest = load(layout.manifest)
     crates = {e.crate: e.framework for e in manifest.experiments if e.crate}
-    feats, gpu_frameworks = [], []
+    feats, gpu_devices = [], {}
     for crate, fw in sorted(crates.items()):
         if fw == "candle" and not candle_cuda_buildable():
             echo(f"note: {crate} without {gpu}: candle's CUDA kernels need nvcc at build time (none found)")
             continue
-        feats.append(f"{crate}/{gpu}")
-        gpu_frameworks.append(fw)
+        device = burn_nvidia_backend() if fw == "burn" else gpu
+        feats.append(f"{crate}/{device}")
+        gpu_devices[fw] = device
     target = cache_home() / f"cargo-target-{gpu}"
-    import os
-
     os.environ["CARGO_TARGET_DIR"] = str(target)
     bins = buildmod.cargo_build(Layout(layout.root), feats, layout.scratch / f"cargo-build-{gpu}.log", echo=echo)
     out.mkdir(parents=True, exist_ok=True)
@@ -53,7 +60,7 @@ def build_prebuilt(layout: Layout, gpu: str, out: Path, echo=print) -> dict:
         shutil.copy2(bins.path(name), out / name)
     info = {
         "features": feats,
-        "gpu_frameworks": sorted(set(gpu_frameworks)),
+        "gpu_devices": gpu_devices,
         "rustc": bins.rustc,
         "built_on": detect().key,
         "built_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),

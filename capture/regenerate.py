@@ -57,7 +57,7 @@ class Options:
 
 
 def plan(layout: Layout, manifest: Manifest, platform: Platform, store: Store, opts: Options) -> list[Job]:
-    prebuilt_gpu = set(buildmod.load_prebuilt(opts.prebuilt).gpu_frameworks) if opts.prebuilt else None
+    prebuilt_gpu = buildmod.load_prebuilt(opts.prebuilt).gpu_devices if opts.prebuilt else None
     jobs = []
     for exp in manifest.select(opts.only):
         for role in exp.roles:

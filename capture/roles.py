@@ -30,22 +30,35 @@ def candle_cuda_buildable() -> bool:
     return shutil.which("nvcc") is not None
 
 
-def resolve(platform: Platform, framework: str, role: str, prebuilt_gpu: set[str] | None = None) -> Resolution:
+def burn_nvidia_backend() -> str:
+    """burn's fused GPU backend on Linux+NVIDIA: cuda, or vulkan where burn-cuda cannot be built.
+
+    burn-cuda 0.22.1 pulls cubecl-llvm, whose build script downloads a prebuilt LLVM bundle;
+    on a machine without that download (or its cache) `BOOK_BURN_GPU=vulkan` picks the Vulkan
+    runtime of the same fused CubeCL backend.
+    """
+    return os.environ.get("BOOK_BURN_GPU", "cuda")
+
+
+def resolve(platform: Platform, framework: str, role: str, prebuilt_gpu: dict[str, str] | None = None) -> Resolution:
     """Which device an experiment's role maps to here, or why it is skipped on this platform.
 
-    `prebuilt_gpu`: with binaries built elsewhere, the frameworks they were built with GPU support for.
+    `prebuilt_gpu`: with binaries built elsewhere, the GPU device each framework was built for.
     """
     if role == "cpu":
         return Resolution(CPU_DEVICE[framework])
     if not platform.has_gpu:
         return Resolution(None, f"no GPU on {platform.key}")
     device = GPU_DEVICE[platform.gpu][framework]
-    if framework == "candle" and device == "cuda":
-        have = ("candle" in prebuilt_gpu) if prebuilt_gpu is not None else candle_cuda_buildable()
-        if not have:
+    if platform.gpu == "nvidia" and framework in ("burn", "candle"):
+        if prebuilt_gpu is not None:
+            if framework not in prebuilt_gpu:
+                return Resolution(None, f"the prebuilt {framework} binaries have no GPU backend")
+            return Resolution(prebuilt_gpu[framework])
+        if framework == "burn":
+            device = burn_nvidia_backend()
+        elif not candle_cuda_buildable():
             return Resolution(None, "candle built without CUDA kernels (no nvcc at build time)")
-    if framework == "burn" and device == "cuda" and prebuilt_gpu is not None and "burn" not in prebuilt_gpu:
-        return Resolution(None, "prebuilt burn binaries lack the cuda feature")
     return Resolution(device)
 
 
@@ -56,9 +69,10 @@ def cargo_features(platform: Platform, crate_frameworks: dict[str, str], crates_
     feats = []
     for crate, framework in sorted(crate_frameworks.items()):
         toml = (crates_dir / crate / "Cargo.toml").read_text(encoding="utf-8")
-        if not re.search(r"(?m)^cuda\s*=", toml):
+        feature = burn_nvidia_backend() if framework == "burn" else "cuda"
+        if not re.search(rf"(?m)^{feature}\s*=", toml):
             continue
         if framework == "candle" and not candle_cuda_buildable():
             continue
-        feats.append(f"{crate}/cuda")
+        feats.append(f"{crate}/{feature}")
     return feats

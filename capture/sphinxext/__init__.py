@@ -10,6 +10,7 @@ from . import volumes
 from .charts import DataChartDirective
 from .claims import ClaimDirective
 from .coderule import check_code_blocks
+from .meta import MetaRole
 from .numbers import NumRole
 from .output import OutputDirective
 from .provenance import copy_provenance
@@ -34,6 +35,7 @@ def setup(app):
     app.add_directive("claim", ClaimDirective)
     app.add_directive("datachart", DataChartDirective)
     app.add_role("num", NumRole())
+    app.add_role("meta", MetaRole())
     app.connect("config-inited", _add_static)
     app.add_css_file("capture.css")
     app.connect("doctree-resolved", check_code_blocks)
