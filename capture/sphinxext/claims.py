@@ -36,6 +36,11 @@ class ClaimDirective(SphinxDirective):
         box = nodes.container(classes=["book-claim"])
         self.state.nested_parse(self.content, self.content_offset, box)
         bad = [v for v in verdicts if v.holds is not True]
+        refs = b.evaluator("").refs(expr)
+        if not verdicts and refs and all(b.expected_absent(r.exp, r.role) for r in refs):
+            box["classes"].append("book-claim-pending")
+            box += notice("na", "这句话依据的数据还没有在能运行它的平台上捕获，尚未核对。")
+            return [box]
         if not verdicts or bad:
             why = "; ".join(f"{v.platform}: {v.why}" for v in bad) or err
             logger.warning(f"claim not supported by the data: {expr} ({why})", location=where, type="capture", subtype="claim")

@@ -63,12 +63,18 @@ def notice(kind: str, text: str) -> nodes.Element:
     return box
 
 
-def warn_lookup(lookup: Lookup, location) -> nodes.Element | None:
-    """Warn (an error under -W) for a stale/missing/torn fragment and return the page notice."""
+def warn_lookup(lookup: Lookup, location, b: Book | None = None) -> nodes.Element | None:
+    """Warn (an error under -W) for a stale/missing/torn fragment and return the page notice.
+
+    A fragment that no captured platform could have produced (a gpu role while only CPU
+    platforms are captured, a macOS-only experiment before a Mac run) is a notice, not a warning.
+    """
     if lookup.state == "fresh":
         return None
     if lookup.state == "not-applicable":
         return notice("na", f"本平台未测：{lookup.detail}。")
+    if lookup.state == "missing" and b is not None and b.expected_absent(lookup.exp, lookup.role):
+        return notice("na", f"本平台未测：{lookup.exp}@{lookup.role} 还没有在能运行它的平台上捕获。")
     cmd = lookup.regen_command
     where = f" on {lookup.platform}" if lookup.platform else ""
     logger.warning(

@@ -52,7 +52,7 @@ class OutputDirective(SphinxDirective):
         depend_on_fragment(self.env, b, lookups[0])
         blocks = []
         for lk in lookups:
-            block = [n for n in [warn_lookup(lk, where)] if n is not None]
+            block = [n for n in [warn_lookup(lk, where, b)] if n is not None]
             if lk.fragment is not None:
                 block.append(self._block(lk))
             blocks.append((lk.platform or "—", block))
