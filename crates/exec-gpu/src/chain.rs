@@ -3,11 +3,14 @@
 use std::hint::black_box;
 use std::time::Instant;
 
-use bookrec::{Stats, fmt_duration, measure, record, record_duration, record_stats};
-use burn::tensor::{Device, ProfileOptions, Tensor, TensorData, TimingMethod, read_sync};
+use bookrec::{fmt_duration, measure, record, record_duration, record_stats, Stats};
+use burn::tensor::{read_sync, Device, ProfileOptions, Tensor, TensorData, TimingMethod};
 
 use crate::device::Tags;
 use crate::lazy::rand;
+
+/// One of the chain8 variants below.
+type Chain = fn(Tensor<2>) -> Tensor<2>;
 
 // ANCHOR: chain8
 fn chain8(x: Tensor<2>) -> Tensor<2> {
@@ -36,7 +39,7 @@ fn chain8_to_data(x: Tensor<2>) -> Tensor<2> {
 ///
 /// On a backend without a device clock (Flex) `profile_with` measures wall time between
 /// two syncs; the returned [`TimingMethod`] says which one it was.
-fn device_time(device: &Device, x: &Tensor<2>, f: fn(Tensor<2>) -> Tensor<2>) -> (Stats, TimingMethod) {
+fn device_time(device: &Device, x: &Tensor<2>, f: Chain) -> (Stats, TimingMethod) {
     let mut samples = Vec::new();
     let mut method = TimingMethod::System;
     for run in 0..11 {
@@ -66,13 +69,17 @@ fn print_stats(dev: &str, n: usize, what: &str, s: &Stats) {
 pub fn chain8_mode(dev: &str, device: &Device, n: usize) {
     let tags = Tags::new(dev).with("size", n);
     let x = rand(n, device);
-    device.sync().unwrap(); // x 先算好，不算进第一次调用
+    // x is computed before the clock starts.
+    device.sync().unwrap();
     // ANCHOR: first_call
     let t = Instant::now();
     let _ = chain8(x.clone()).into_data(); // 第一次：包括编译内核
     let first = t.elapsed();
     // ANCHOR_END: first_call
-    println!("{dev} {n}x{n} chain8 first call (read back): {}", fmt_duration(first));
+    println!(
+        "{dev} {n}x{n} chain8 first call (read back): {}",
+        fmt_duration(first)
+    );
     record_duration("chain8.first_call", first, &tags.get());
 
     let wall = measure(1, 10, || {
@@ -93,7 +100,7 @@ pub fn chaindims(dev: &str, device: &Device, n: usize) {
     let tags = Tags::new(dev).with("size", n);
     let x = rand(n, device);
     device.sync().unwrap();
-    let variants: [(&str, &str, fn(Tensor<2>) -> Tensor<2>); 3] = [
+    let variants: [(&str, &str, Chain); 3] = [
         ("chain8", "chain8", chain8),
         ("dims", "chain8+dims", chain8_dims),
         ("to_data", "chain8+to_data", chain8_to_data),
@@ -103,8 +110,17 @@ pub fn chaindims(dev: &str, device: &Device, n: usize) {
     for (variant, label, f) in variants {
         let (s, m) = device_time(device, &x, f);
         method = m;
-        print_stats(dev, n, &format!("{label} device time (profile_with flush)"), &s);
-        record_stats("chaindims.device", &s, &tags.with("variant", variant).with("timing", m).get());
+        print_stats(
+            dev,
+            n,
+            &format!("{label} device time (profile_with flush)"),
+            &s,
+        );
+        record_stats(
+            "chaindims.device",
+            &s,
+            &tags.with("variant", variant).with("timing", m).get(),
+        );
         medians.push(s.median);
     }
     // Slower by more than 20 %: the extra line changed how the chain ran.
@@ -123,7 +139,9 @@ fn note_timing(dev: &str, method: TimingMethod) {
 /// x = 10·sin(k), k = 0..65535, computed in f64 and rounded to f32 (the same input as the
 /// Python side builds).
 fn deterministic_input() -> Vec<f32> {
-    (0..256 * 256).map(|k| (10.0 * (k as f64).sin()) as f32).collect()
+    (0..256 * 256)
+        .map(|k| (10.0 * (k as f64).sin()) as f32)
+        .collect()
 }
 
 fn chain8_f64(v: f64) -> f64 {
@@ -140,7 +158,11 @@ pub fn accuracy(dev: &str, device: &Device) {
         .zip(&got)
         .map(|(&v, &g)| (g as f64 - chain8_f64(v as f64)).abs())
         .fold(0.0, f64::max);
-    println!("{:<20} max|x - f64 ref| = {}", format!("burn {dev}"), sci(err));
+    println!(
+        "{:<20} max|x - f64 ref| = {}",
+        format!("burn {dev}"),
+        sci(err)
+    );
     record("accuracy.max_abs_err", err, "", &Tags::new(dev).get());
 }
 

@@ -2,7 +2,7 @@
 
 use burn::tensor::Device;
 
-/// The device for a name given on the command line: `flex`, `cuda` or `metal`.
+/// The device for a name given on the command line: `flex`, `cuda`, `vulkan` or `metal`.
 ///
 /// A name whose backend is not compiled into this binary exits with code 2 and says
 /// which cargo feature is missing, instead of panicking deep inside burn.
@@ -13,12 +13,19 @@ pub fn device(name: &str) -> Device {
         "cuda" => Device::cuda(0),
         #[cfg(not(feature = "cuda"))]
         "cuda" => missing("cuda", "build with `--features cuda`"),
+        #[cfg(feature = "vulkan")]
+        "vulkan" => Device::vulkan(burn::tensor::DeviceKind::DefaultDevice),
+        #[cfg(not(feature = "vulkan"))]
+        "vulkan" => missing("vulkan", "build with `--features vulkan`"),
         #[cfg(target_os = "macos")]
         "metal" => Device::metal(burn::tensor::DeviceKind::DefaultDevice),
         #[cfg(not(target_os = "macos"))]
-        "metal" => missing("metal", "burn's `metal` feature is enabled on macOS builds only"),
+        "metal" => missing(
+            "metal",
+            "burn's `metal` feature is enabled on macOS builds only",
+        ),
         other => {
-            eprintln!("unknown device {other:?}: one of flex, cuda, metal");
+            eprintln!("unknown device {other:?}: one of flex, cuda, vulkan, metal");
             std::process::exit(2)
         }
     }
@@ -34,7 +41,10 @@ pub struct Tags(Vec<(&'static str, String)>);
 
 impl Tags {
     pub fn new(device: &str) -> Self {
-        Tags(vec![("framework", "burn".into()), ("device", device.into())])
+        Tags(vec![
+            ("framework", "burn".into()),
+            ("device", device.into()),
+        ])
     }
 
     pub fn with(&self, key: &'static str, value: impl ToString) -> Self {

@@ -4,7 +4,7 @@
 //! A panic at the call is caught (to print and record it) and then resumed, so the process
 //! still ends the way an uncaught panic does: exit status 101.
 
-use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::process::Command;
 
 use bookrec::record;
@@ -33,7 +33,12 @@ impl AtCall<'_> {
                     .map(String::as_str)
                     .or_else(|| payload.downcast_ref::<&str>().copied())
                     .unwrap_or("");
-                record(self.message, format!("panic: {}", text.trim()), "", &self.tags.get());
+                record(
+                    self.message,
+                    format!("panic: {}", text.trim()),
+                    "",
+                    &self.tags.get(),
+                );
                 resume_unwind(payload)
             }
         }
@@ -48,7 +53,11 @@ fn head(e: &impl std::fmt::Display) -> String {
     if lines.len() <= 12 {
         return text;
     }
-    format!("{}\n... ({} more lines)", lines[..12].join("\n"), lines.len() - 12)
+    format!(
+        "{}\n... ({} more lines)",
+        lines[..12].join("\n"),
+        lines.len() - 12
+    )
 }
 
 fn floats(d: TensorData) -> Vec<f32> {
@@ -58,13 +67,20 @@ fn floats(d: TensorData) -> Vec<f32> {
 pub fn shape(dev: &str, device: &Device) {
     let tags = Tags::new(dev);
     let (name, message) = ("errors.shape.where", "errors.shape.message");
-    let panics = AtCall { name, value: "call", message, tags: &tags };
+    let panics = AtCall {
+        name,
+        value: "call",
+        message,
+        tags: &tags,
+    };
     // ANCHOR: shape
     let a = Tensor::<2>::ones([2, 3], device);
     let b = Tensor::<2>::ones([2, 3], device);
     println!("--- {dev}: a.matmul(b) with [2, 3] x [2, 3]");
-    let c = panics.run(|| a.matmul(b)); // 在这一行 panic 就记下「调用处」
+    // 下面这一行 panic 的话，记为「在调用处」
+    let c = panics.run(|| a.matmul(b));
     // ANCHOR_END: shape
+
     // Not reached on any backend seen so far: the shape check runs before any backend.
     let read = c.try_to_data().map(|d| d.shape().clone());
     println!("--- returned; c.try_to_data(): {read:?}");
@@ -88,18 +104,42 @@ pub fn huge(dev: &str, device: &Device) {
     }
     println!("--- in a child process (an allocation failure aborts the process):");
     let exe = std::env::current_exe().expect("path of this program");
-    let child = Command::new(exe).args(["huge-child", dev]).output().expect("start the child");
+    let child = Command::new(exe)
+        .args(["huge-child", dev])
+        .output()
+        .expect("start the child");
     let stderr = String::from_utf8_lossy(&child.stderr);
     print!("{}", String::from_utf8_lossy(&child.stdout));
-    for line in stderr.lines().filter(|l| !l.starts_with("note: run with `RUST_BACKTRACE")) {
+    for line in stderr
+        .lines()
+        .filter(|l| !l.starts_with("note: run with `RUST_BACKTRACE"))
+    {
         println!("{line}");
     }
     let status = describe(&child.status);
     println!("--- child process: {status}");
     let aborted = !child.status.success() && !stderr.contains("panicked");
-    let where_ = if aborted { "call (process aborted)" } else { "call (panicked)" };
-    record("errors.huge.where", if child.status.success() { "none" } else { where_ }, "", &tags.get());
-    record("errors.huge.message", stderr.lines().next().unwrap_or(""), "", &tags.get());
+    let where_ = if aborted {
+        "call (process aborted)"
+    } else {
+        "call (panicked)"
+    };
+    record(
+        "errors.huge.where",
+        if child.status.success() {
+            "none"
+        } else {
+            where_
+        },
+        "",
+        &tags.get(),
+    );
+    record(
+        "errors.huge.message",
+        stderr.lines().next().unwrap_or(""),
+        "",
+        &tags.get(),
+    );
     record("errors.huge.child_status", status, "", &tags.get());
 }
 
@@ -125,7 +165,10 @@ fn describe(status: &std::process::ExitStatus) -> String {
 /// at once, or `None` when it refuses it at the call (Linux overcommit modes 0 and 2).
 fn os_would_overcommit(bytes: u64) -> Option<String> {
     if !cfg!(target_os = "linux") {
-        return Some(format!("{} overcommits virtual memory", std::env::consts::OS));
+        return Some(format!(
+            "{} overcommits virtual memory",
+            std::env::consts::OS
+        ));
     }
     let mode = std::fs::read_to_string("/proc/sys/vm/overcommit_memory").unwrap_or_default();
     if mode.trim() == "1" {
@@ -134,7 +177,10 @@ fn os_would_overcommit(bytes: u64) -> Option<String> {
     let meminfo = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
     let kib = |key: &str| -> u64 {
         let line = meminfo.lines().find(|l| l.starts_with(key)).unwrap_or("");
-        line.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(0)
+        line.split_whitespace()
+            .nth(1)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
     };
     let total = (kib("MemTotal:") + kib("SwapTotal:")) * 1024;
     (bytes <= total).then(|| "RAM + swap are larger than the allocation".into())
@@ -156,7 +202,12 @@ fn huge_in_process(device: &Device, tags: &Tags) {
     }
     // ANCHOR_END: huge
     let ok = |b: bool| if b { "Ok" } else { "Err" };
-    record("errors.huge.small_read", ok(small_read.is_ok()), "", &tags.get());
+    record(
+        "errors.huge.small_read",
+        ok(small_read.is_ok()),
+        "",
+        &tags.get(),
+    );
     record("errors.huge.sync", ok(synced.is_ok()), "", &tags.get());
     record("errors.huge.read", ok(huge_read.is_ok()), "", &tags.get());
     if let Err(e) = &huge_read {
@@ -177,12 +228,17 @@ fn huge_in_process(device: &Device, tags: &Tags) {
 pub fn oob(dev: &str, device: &Device) {
     let tags = Tags::new(dev);
     let (name, message) = ("oob.outcome", "oob.message");
-    let panics = AtCall { name, value: "raised at call", message, tags: &tags };
+    let panics = AtCall {
+        name,
+        value: "raised at call",
+        message,
+        tags: &tags,
+    };
     // ANCHOR: oob
     let x = Tensor::<1>::from_floats([1.0, 2.0, 3.0], device);
     let i = Tensor::<1, Int>::from_ints([5], device);
     println!("--- {dev}: y = x.select(0, [5])"); // 下标 5 越界
-    let y = panics.run(|| x.clone().select(0, i)); // 在这一行 panic 就记下「调用处」
+    let y = panics.run(|| x.clone().select(0, i)); // panic 的话记为「在调用处」
     println!("--- returned");
     let z = x * 2.0; // 和 y 无关的另一个张量
     let z_read = z.try_to_data().map(floats);

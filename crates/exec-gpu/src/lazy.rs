@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use bookrec::{Stats, fmt_duration, measure, record, record_duration, record_stats};
+use bookrec::{fmt_duration, measure, record, record_duration, record_stats, Stats};
 use burn::tensor::{Device, Distribution, Tensor};
 
 use crate::device::Tags;
@@ -43,7 +43,12 @@ pub fn ret(dev: &str, device: &Device, n: usize) {
     let (r, s) = (Stats::from_samples(&returned), Stats::from_samples(&synced));
     record_stats("ret.returned", &r, &tags.get());
     record_stats("ret.synced", &s, &tags.get());
-    record("ret.returns_before_done", r.median < s.median / 2, "", &tags.get());
+    record(
+        "ret.returns_before_done",
+        r.median < s.median / 2,
+        "",
+        &tags.get(),
+    );
 }
 
 pub fn drop_results(dev: &str, device: &Device, n: usize, reps: u32) {

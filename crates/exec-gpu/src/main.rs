@@ -5,7 +5,8 @@
 //! exec-gpu MODE DEVICE [N] [REPS]    MODE: ret drop chain8 chaindims accuracy shape huge oob
 //! ```
 //!
-//! DEVICE: `flex`, `cuda` (feature `cuda`) or `metal` (macOS builds). N is the side of the
+//! DEVICE: `flex`, `cuda` (feature `cuda`), `vulkan` (feature `vulkan`) or `metal` (macOS
+//! builds). N is the side of the
 //! square f32 tensors (default 4096); REPS the evaluations per round in `drop` (default 20).
 //! Every number a page may cite is also written as a record (see the `bookrec` crate).
 
@@ -17,10 +18,10 @@ mod lazy;
 use bookrec::record;
 use burn::backend::{Backend, Dispatch};
 
-use crate::device::{Tags, device};
+use crate::device::{device, Tags};
 
 const USAGE: &str = "usage: exec-gpu dispatch DEVICE... | exec-gpu MODE DEVICE [N] [REPS]\n\
-                     MODE: ret drop chain8 chaindims accuracy shape huge oob; DEVICE: flex cuda metal";
+                     MODE: ret drop chain8 chaindims accuracy shape huge oob; DEVICE: flex cuda vulkan metal";
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -35,7 +36,8 @@ fn main() {
         return;
     }
     let num = |i: usize, default: usize| -> usize {
-        rest.get(i).map_or(default, |s| s.parse().unwrap_or_else(|_| bad(s)))
+        rest.get(i)
+            .map_or(default, |s| s.parse().unwrap_or_else(|_| bad(s)))
     };
     let (n, reps) = (num(0, 4096), num(1, 20));
     let device = device(dev);
@@ -61,7 +63,12 @@ fn dispatch(d: &str) {
     let dev = device(d);
     println!("{d}: {}", Dispatch::name(dev.as_dispatch()));
     // ANCHOR_END: dispatch
-    record("dispatch.name", Dispatch::name(dev.as_dispatch()), "", &Tags::new(d).get());
+    record(
+        "dispatch.name",
+        Dispatch::name(dev.as_dispatch()),
+        "",
+        &Tags::new(d).get(),
+    );
 }
 
 fn bad(s: &str) -> ! {
