@@ -49,5 +49,7 @@ def fmt_value(v, digits: int = 3, style: str = "") -> str:
         return f"{sig(x, 2 if x < 10 else 3)} 倍"
     if style == "percent":
         return f"{sig(x * 100, 2)}%"
+    if not unit and x != 0 and abs(x) < 1e-3:
+        return f"{x:.{max(digits - 1, 0)}e}"  # errors like 1.2e-07 read better than 0.00000012
     factor, unit = _scale(x, unit)
     return f"{sig(x / factor, digits)} {unit}".strip()

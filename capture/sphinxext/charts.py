@@ -19,7 +19,7 @@ from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
 
 from capture.query import MissingData, QueryError, parse_refs
-from capture.sphinxext.common import book, fragment_href, logger, page_platform, platform_label
+from capture.sphinxext.common import book, fragment_href, logger, notice, page_platform, platform_label
 from capture.sphinxext.numbers import render_value, split_style
 
 
@@ -89,5 +89,8 @@ class DataChartDirective(SphinxDirective):
                 cap += nodes.reference(key, key, refuri=fragment_href(self.env, plat, key, "json"))
             fig += cap
             return [fig]
+        refs = parse_refs(template)[1]
+        if refs and all(b.expected_absent(r.exp, r.role) for r in refs):
+            return [notice("na", "这张图依据的数据还没有在能运行它的平台上捕获。")]
         logger.warning("datachart: no platform has the data: " + "; ".join(errors), location=where, type="capture", subtype="chart")
         return []

@@ -56,10 +56,16 @@ def _sources(b: Book, exp):
         return []
 
 
-def notice(kind: str, text: str) -> nodes.Element:
-    """A visible notice on the page (stale, missing, not captured, claim failed)."""
+def notice(kind: str, text: str, command: str = "") -> nodes.Element:
+    """A visible notice on the page (stale, missing, not captured, claim failed).
+
+    The command goes in a literal so that it can be copied as it is (no smart dashes).
+    """
     box = nodes.container(classes=["book-notice", f"book-notice-{kind}"])
-    box += nodes.paragraph(text=text)
+    para = nodes.paragraph(text=text)
+    if command:
+        para += nodes.literal(command, command)
+    box += para
     return box
 
 
@@ -84,7 +90,7 @@ def warn_lookup(lookup: Lookup, location, b: Book | None = None) -> nodes.Elemen
         subtype=lookup.state,
     )
     label = {"stale": "此输出已过期（输入在捕获后改动过）", "missing": "此输出尚未捕获", "torn": "此输出的文件不完整"}[lookup.state]
-    return notice(lookup.state, f"{label}。重新生成：{cmd}")
+    return notice(lookup.state, f"{label}。重新生成：", cmd)
 
 
 def fragment_href(env, platform: str, key: str, ext: str = "txt") -> str:

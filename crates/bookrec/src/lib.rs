@@ -12,6 +12,7 @@ use std::fs::OpenOptions;
 use std::io::Write as _;
 use std::time::{Duration, Instant};
 
+pub mod data;
 pub mod stats;
 pub use stats::Stats;
 

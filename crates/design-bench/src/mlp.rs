@@ -2,7 +2,7 @@
 //! 64 个样本。第一步单独计时，20 步预热，再各 200 步「读回」和「不读回」。
 //! phases：同一个训练步按阶段拆开，量 CPU 一侧的时间。
 
-use crate::data;
+use bookrec::data;
 use crate::device::Dev;
 use bookrec::{fmt_duration, record, record_duration, record_stats, Stats};
 use candle_core::{DType, Result, Tensor};

@@ -6,7 +6,7 @@
 //! 和 design-bench 逐模式对应：同一个负载，同样的结构和名字。
 
 mod chains;
-mod data;
+
 mod device;
 mod matmul;
 mod mlp;

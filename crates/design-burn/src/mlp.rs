@@ -1,7 +1,7 @@
 //! mlp：4 → 16 → 1 的 MLP，ReLU，MSE，Adam，学习率 1e-2，64 个样本。
 //! 第一步单独计时，20 步预热，再各 200 步「读回」和「不读回」。
 
-use crate::data;
+use bookrec::data;
 use crate::device::Dev;
 use bookrec::{fmt_duration, record, record_duration, record_stats, Stats};
 use burn::nn::loss::{MseLoss, Reduction};

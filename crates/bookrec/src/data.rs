@@ -1,5 +1,4 @@
-//! 训练数据：两边（candle 和 burn）用同一个线性同余发生器，逐位相同。
-//! 这个文件在 design-bench 和 design-burn 里一字不差。
+//! 训练数据：candle 和 burn 两边的实验用同一个线性同余发生器，逐位相同。
 
 /// 64 位线性同余发生器（Knuth MMIX 的常数），种子固定。
 pub struct Lcg(u64);
