@@ -113,8 +113,9 @@ def provenance(frag) -> str:
         if v.get("torch_matches_pin") is False:
             t += f"（本书固定 {v.get('torch_pin')}，这台机器上是 {v['torch']}）"
         parts.append(t)
+    fw = m.get("framework")
     for k in ("burn", "candle-core"):
-        if v.get(k):
+        if v.get(k) and k.startswith(fw or "-"):
             parts.append(f"{k.split('-')[0]} {v[k]}")
     feats = (v.get("rust_build") or {}).get("features")
     if feats:
