@@ -19,6 +19,10 @@ PLATFORM_NAMES = {  # how a platform key reads in a caption; unknown keys are sh
 
 
 def book(env) -> Book:
+    from capture.sphinxext.freshness import note_page
+
+    if env.temp_data.get("docname"):
+        note_page(env)
     app = env.app
     if getattr(app, "_capture_book", None) is None:
         root = Path(app.config.book_root or app.confdir).resolve()
