@@ -78,13 +78,18 @@ class Book:
             return Lookup(exp_id, role, plat, frag, "fresh")
         if platform and role == "gpu" and not platform_has_gpu(platform):
             return Lookup(exp_id, role, None, None, "not-applicable", f"{platform} has no GPU")
+        for plat in candidates:
+            reason = self.store.skip_reason(plat, key)
+            if reason:
+                return Lookup(exp_id, role, None, None, "not-applicable", f"{plat}: {reason}")
         return Lookup(exp_id, role, None, None, "missing", "never captured on " + (platform or "any listed platform"))
 
     def expected_absent(self, exp_id: str, role: str) -> bool:
         """True when no captured platform could have run it (e.g. a macOS-only experiment, no Mac captured yet)."""
         exp = self.manifest.get(exp_id)
         captured = self.captured_platforms()
-        if role == "gpu" and not any(platform_has_gpu(p) for p in captured):
+        able = [p for p in captured if not (role == "gpu" and not platform_has_gpu(p))]
+        if not [p for p in able if not self.store.skip_reason(p, exp.key(role))]:
             return True
         if not exp.platforms:
             return False

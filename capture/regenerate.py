@@ -90,6 +90,8 @@ def regenerate(layout: Layout, manifest: Manifest, platform: Platform, store: St
     for j in jobs:
         if not j.device:
             outcomes.append(Outcome(j.key, "skipped", j.skip_reason))
+            if platform.has_gpu:  # a GPU platform that cannot run this one says why, for the pages
+                store.write_skip(platform.key, j.key, j.skip_reason)
         elif j not in todo:
             outcomes.append(Outcome(j.key, "fresh", old=j.old))
     for o in outcomes:

@@ -34,8 +34,11 @@ def collect(layout: Layout, manifest: Manifest, store: Store, platforms: list[st
                 key = exp.key(role)
                 frag = store.read(plat, key)
                 fail = store.read(plat, key, failed=True)
+                skip = store.skip_reason(plat, key)
                 if role == "gpu" and not platform_has_gpu(plat):
                     out.append(Entry(plat, key, "n/a", "no GPU on this platform"))
+                elif frag is None and skip:
+                    out.append(Entry(plat, key, "skipped", skip))
                 elif fail is not None and (frag is None or fail.meta.get("inputs_hash") == hashes[key]):
                     out.append(Entry(plat, key, "failed", fail.meta.get("failure", "")))
                 elif frag is None:

@@ -77,7 +77,7 @@ class Store:
         d = self.root / platform
         if not d.is_dir():
             return []
-        return sorted(p.stem for p in d.glob("*.json") if not p.stem.endswith(".failed"))
+        return sorted(p.stem for p in d.glob("*.json") if not p.stem.endswith((".failed", ".skipped")))
 
     def read(self, platform: str, key: str, failed: bool = False) -> Fragment | None:
         txt, js = self._paths(platform, key, failed)
@@ -96,6 +96,20 @@ class Store:
         atomic_write(js, json.dumps(meta, indent=1, ensure_ascii=False, sort_keys=False) + "\n")
         for p in self._paths(platform, key, failed=True):
             p.unlink(missing_ok=True)
+        (self.root / platform / f"{key}.skipped.json").unlink(missing_ok=True)
+
+    def write_skip(self, platform: str, key: str, reason: str) -> None:
+        """Say why this platform cannot run (experiment, role), e.g. a backend its binaries lack."""
+        path = self.root / platform / f"{key}.skipped.json"
+        body = json.dumps({"schema": SCHEMA, "reason": reason}, ensure_ascii=False) + "\n"
+        if not path.is_file() or path.read_text(encoding="utf-8") != body:
+            atomic_write(path, body)
+
+    def skip_reason(self, platform: str, key: str) -> str | None:
+        path = self.root / platform / f"{key}.skipped.json"
+        if not path.is_file():
+            return None
+        return json.loads(path.read_text(encoding="utf-8")).get("reason", "skipped")
 
     def write_failure(self, platform: str, key: str, text: str, meta: dict) -> None:
         """Record a failed run beside the last good fragment, which stays as it was."""
