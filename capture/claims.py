@@ -50,26 +50,29 @@ def judge(book: Book, expr: str, platforms: list[str] | None = None) -> list[Ver
     return out
 
 
-def find_claims(docs: Path) -> list[tuple[Path, int, str]]:
-    """Every claim directive in the pages: (file, line, expression)."""
+def find_claims(docs: Path) -> list[tuple[Path, int, str, list[str] | None]]:
+    """Every claim directive in the pages: (file, line, expression, its :platforms: or None)."""
     out = []
     for page in sorted(docs.rglob("*.md")):
         if any(part.startswith("_") for part in page.relative_to(docs).parts):
             continue
-        for n, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+        lines = page.read_text(encoding="utf-8").splitlines()
+        for n, line in enumerate(lines, 1):
             m = CLAIM_LINE.match(line)
             if m:
-                out.append((page, n, m.group(1)))
+                opt = re.match(r"\s*:platforms:\s*(.+)", lines[n]) if n < len(lines) else None
+                plats = [p.strip() for p in opt.group(1).split(",")] if opt else None
+                out.append((page, n, m.group(1), plats))
     return out
 
 
 def failing_claims(layout: Layout, store=None) -> list[dict]:
     book = Book(layout.root, [])
     out = []
-    for page, line, expr in find_claims(layout.root / "docs"):
+    for page, line, expr, plats in find_claims(layout.root / "docs"):
         where = f"{layout.rel(page)}:{line}"
         try:
-            verdicts = judge(book, expr)
+            verdicts = judge(book, expr, plats)
         except QueryError as e:
             out.append({"platform": "-", "where": where, "text": expr, "why": str(e)})
             continue

@@ -12,7 +12,7 @@ from docutils import nodes
 from sphinx.util.docutils import SphinxRole
 
 from capture.fmt import fmt_value
-from capture.query import QueryError, parse_refs
+from capture.query import MissingData, QueryError, parse_refs
 from capture.sphinxext.common import book, fragment_href, logger, page_platform, platform_label, provenance
 
 
@@ -48,17 +48,26 @@ class NumRole(SphinxRole):
         b = book(self.env)
         expr, opts = split_style(self.text)
         where = (self.env.docname, self.lineno)
-        try:
-            plat, _ = choose_platform(b, self.env, {}, expr)
-            refs = parse_refs(expr)[1]
-            if plat is None and refs and all(b.expected_absent(r.exp, r.role) for r in refs):
+        refs = parse_refs(expr)[1]
+        wanted = page_platform(self.env, {})
+        candidates = [wanted] if wanted else b.platforms_with(expr) if refs else []
+        v = plat = None
+        errors = []
+        for p in candidates:  # the first platform whose records answer it
+            try:
+                v, plat = b.evaluate(expr, p), p
+                break
+            except MissingData as e:
+                errors.append(str(e))
+            except QueryError as e:
+                errors.append(str(e))
+                break
+        if plat is None:
+            if not candidates and refs and all(b.expected_absent(r.exp, r.role) for r in refs):
                 return [nodes.inline(self.rawtext, "（未测）", classes=["book-num", "book-na"])], []
-            if plat is None:
-                raise QueryError(f"no captured platform has all the fragments of {expr!r}")
-            v = b.evaluate(expr, plat)
-        except QueryError as e:
-            cmds = "; ".join(sorted({f"nox -s regenerate -- --only {r.exp} --device {r.role}" for r in parse_refs(expr)[1]}))
-            logger.warning(f"{{num}} {expr}: {e}; regenerate with: {cmds}", location=where, type="capture", subtype="num")
+            why = "; ".join(errors) or f"no captured platform has all the fragments of {expr!r}"
+            cmds = "; ".join(sorted({f"nox -s regenerate -- --only {r.exp} --device {r.role}" for r in refs}))
+            logger.warning(f"{{num}} {expr}: {why}; regenerate with: {cmds}", location=where, type="capture", subtype="num")
             return [nodes.inline(self.rawtext, "（未测）", classes=["book-num", "book-num-missing"])], []
         for r in parse_refs(expr)[1]:
             for suffix in (".json",):
