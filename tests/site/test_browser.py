@@ -28,7 +28,9 @@ def chart_labels(source: str) -> list[str]:
     unquoted = re.sub(r'"[^"]*"', "", body)
     for pattern in (r"\[([^\[\]\n]+)\]", r"\{([^{}\n]+)\}", r"\(([^()\n]+)\)", r"\|([^|\n]+)\|"):
         labels += re.findall(pattern, unquoted)
-    return [lab.strip().strip("`*") for lab in labels if lab.strip()]
+    # a label's lines (<br/>) are drawn as separate text lines: check each line
+    parts = [part for lab in labels for part in re.split(r"<br\s*/?>", lab)]
+    return [p.strip().strip("`*") for p in parts if p.strip()]
 
 
 def squash(text: str) -> str:
