@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -34,8 +35,6 @@ def sources_digest(layout: Layout) -> str:
 
 
 def build_prebuilt(layout: Layout, gpu: str, out: Path, echo=print, candle_cuda: bool = False) -> dict:
-    import os
-
     if candle_cuda:
         from capture import cudakit
 

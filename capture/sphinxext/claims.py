@@ -7,7 +7,7 @@ from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
 
 from capture.claims import judge
-from capture.query import QueryError
+from capture.query import QueryError, parse_refs
 from capture.sphinxext.common import book, logger, notice, platform_label
 
 
@@ -28,15 +28,15 @@ class ClaimDirective(SphinxDirective):
             verdicts, err = [], str(e)
         else:
             err = "no captured platform has the data it needs"
+        refs = parse_refs(expr)[1]
         for v in verdicts:
-            for r in b.evaluator(v.platform).refs(expr):
+            for r in refs:
                 p = b.layout.fragments / v.platform / f"{r.key}.json"
                 if p.exists():
                     self.env.note_dependency(str(p))
         box = nodes.container(classes=["book-claim"])
         self.state.nested_parse(self.content, self.content_offset, box)
         bad = [v for v in verdicts if v.holds is not True]
-        refs = b.evaluator("").refs(expr)
         if not verdicts and refs and all(b.expected_absent(r.exp, r.role) for r in refs):
             box["classes"].append("book-claim-pending")
             box += notice("na", "这句话依据的数据还没有在能运行它的平台上捕获，尚未核对。")
