@@ -88,5 +88,7 @@ def build_env(home: Path) -> dict[str, str]:
         "CUDA_PATH": str(home),
         "PATH": f"{home / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
         "CUDA_COMPUTE_CAP": COMPUTE_CAP,
+        # cudaforge (candle-kernels' build helper) defaults to half the cores; nvcc is the long pole
+        "CUDAFORGE_THREADS": os.environ.get("CUDAFORGE_THREADS", str(os.cpu_count() or 1)),
         "BOOK_CANDLE_CUDA": "1",
     }

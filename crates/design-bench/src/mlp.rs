@@ -2,8 +2,8 @@
 //! 64 个样本。第一步单独计时，20 步预热，再各 200 步「读回」和「不读回」。
 //! phases：同一个训练步按阶段拆开，量 CPU 一侧的时间。
 
-use bookrec::data;
 use crate::device::Dev;
+use bookrec::data;
 use bookrec::{fmt_duration, record, record_duration, record_stats, Stats};
 use candle_core::{DType, Result, Tensor};
 use candle_nn::{linear, loss, AdamW, Linear, Module, Optimizer, ParamsAdamW, VarBuilder, VarMap};
@@ -60,6 +60,18 @@ fn setup(dev: &Dev) -> Result<(Mlp, Optim, Tensor, Tensor)> {
     };
     let opt = AdamW::new(varmap.all_vars(), params)?;
     Ok((model, opt, x, y))
+}
+
+/// 新建模型后的前两个训练步（都读回 loss），各自的时间：给 firstuse 用。
+pub fn first_steps(dev: &Dev) -> Result<[Duration; 2]> {
+    let (model, mut opt, x, y) = setup(dev)?;
+    let mut times = [Duration::ZERO; 2];
+    for t in times.iter_mut() {
+        let start = Instant::now();
+        step(&model, &mut opt, &x, &y, true)?;
+        *t = start.elapsed();
+    }
+    Ok(times)
 }
 
 pub fn run(dev: &Dev) -> Result<()> {
