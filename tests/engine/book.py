@@ -105,7 +105,8 @@ def make_book(root: Path, manifest: str = MANIFEST) -> Layout:
     write(root / "snippets/sleeper.py", SLEEPER)
     shutil.copy(repo / "snippets/bookrec.py", root / "snippets/bookrec.py")
     write(root / "crates/Cargo.toml", '[workspace]\nresolver = "2"\nmembers = ["tiny"]\n')
-    write(root / "crates/tiny/Cargo.toml", '[package]\nname = "tiny"\nversion = "0.1.0"\nedition = "2021"\n')
+    write(root / "crates/tiny/Cargo.toml", '[package]\nname = "tiny"\nversion = "0.1.0"\nedition = "2021"\n'
+          '\n[features]\ncuda = []\nvulkan = []\n')
     write(root / "crates/tiny/src/main.rs", CRATE_MAIN)
     subprocess.run(["cargo", "generate-lockfile", "--offline"], cwd=root / "crates", check=True, capture_output=True)
     return Layout(root)

@@ -222,3 +222,49 @@ def test_build_failure_names_the_log_and_keeps_fragments(book):
     o = outcomes["tiny@cpu"]
     assert o.status == "failed" and "cargo build failed" in o.message and "cargo-build.log" in o.message
     assert "tiny ok" in Store(book.fragments).read("linux-x86_64-cpu", "tiny@cpu").text
+
+
+PREBUILT_MANIFEST = '''\
+[defaults]
+timeout = 60
+
+[[experiment]]
+id = "tiny"
+framework = "burn"
+crate = "tiny"
+args = ["{device}"]
+roles = ["cpu", "gpu"]
+'''
+
+
+def test_prebuilt_binaries_run_where_there_is_no_cargo(tmp_path, cargo_target, monkeypatch):
+    from capture.prebuilt import build_prebuilt, verify
+    from capture.roles import resolve
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # build_prebuilt's own target dir
+    monkeypatch.setenv("CARGO_TARGET_DIR", str(cargo_target))  # restored after build_prebuilt overrides it
+    monkeypatch.setenv("BOOK_BURN_GPU", "cuda")
+    monkeypatch.delenv("BOOK_PLATFORM", raising=False)
+    layout = make_book(tmp_path / "book", PREBUILT_MANIFEST)
+    info = build_prebuilt(layout, "cuda", tmp_path / "bin", echo=lambda *a: None)
+    assert info["features"] == ["tiny/cuda"] and info["gpu_devices"] == {"burn": "cuda"}
+    assert (tmp_path / "bin/tiny").is_file() and info["sources_digest"]
+
+    # the GPU machine: no cargo anywhere on PATH
+    path = [d for d in os.environ["PATH"].split(os.pathsep) if not (Path(d) / "cargo").exists()]
+    monkeypatch.setenv("PATH", os.pathsep.join(path))
+    verify(layout, tmp_path / "bin")
+    outcomes, _ = run(layout, platform=GPU, prebuilt=tmp_path / "bin")
+    assert outcomes["tiny@gpu"].status == "ok" and outcomes["tiny@cpu"].status == "ok"
+    frag = Store(layout.fragments).read(GPU.key, "tiny@gpu")
+    assert frag.text.strip() == "tiny ok cuda"
+    build = frag.meta["versions"]["rust_build"]
+    assert build["prebuilt"] is True and build["features"] == ["tiny/cuda"] and build["built_on"]
+
+    # a framework the binaries were not built with a GPU backend for is skipped, with the reason
+    assert "have no GPU backend" in resolve(GPU, "candle", "gpu", info["gpu_devices"]).reason
+
+    # binaries from other sources are refused before anything runs
+    (layout.root / "crates/tiny/src/main.rs").write_text('fn main() { println!("changed"); }\n')
+    with pytest.raises(SystemExit, match="built from other Rust sources"):
+        verify(layout, tmp_path / "bin")

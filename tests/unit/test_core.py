@@ -138,3 +138,17 @@ def test_refs_parse_tags():
 )
 def test_formatting_switches_units(value, style, expected):
     assert fmt.fmt_value(value, style=style, digits=2 if style else 3) == expected
+
+
+def test_cuda_build_env_points_candle_kernels_at_the_kit(monkeypatch, tmp_path):
+    from capture import cudakit
+
+    monkeypatch.delenv("CUDAFORGE_THREADS", raising=False)
+    env = cudakit.build_env(tmp_path)
+    assert env["CUDA_HOME"] == str(tmp_path) and env["PATH"].startswith(str(tmp_path / "bin"))
+    assert env["CUDA_COMPUTE_CAP"] == "90" and env["BOOK_CANDLE_CUDA"] == "1"
+    assert int(env["CUDAFORGE_THREADS"]) >= 1
+    monkeypatch.setenv("CUDAFORGE_THREADS", "3")
+    assert cudakit.build_env(tmp_path)["CUDAFORGE_THREADS"] == "3"
+    monkeypatch.setenv("BOOK_CUDA_HOME", str(tmp_path / "kit"))
+    assert cudakit.default_home() == tmp_path / "kit"
