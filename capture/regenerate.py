@@ -234,14 +234,28 @@ def _run_job(job: Job, ctx: _Context, store: Store, progress: Progress) -> Outco
     meta["failure"] = f"expected {expect}, got {meta['outcome']}"
     store.write_failure(ctx.platform.key, job.key, result.text, meta)
     tail = "\n".join(result.text.rstrip().splitlines()[-8:])
+    hint = "".join(f"\nhint: {h}" for h in failure_hints(result.text))
     return Outcome(
         job.key,
         "failed",
         f"expected {expect}, got {meta['outcome']}; output kept in "
-        f"{ctx.layout.rel(store.root / ctx.platform.key / (job.key + '.failed.txt'))}\n{tail}",
+        f"{ctx.layout.rel(store.root / ctx.platform.key / (job.key + '.failed.txt'))}\n{tail}{hint}",
         result.wall_s,
         job.old,
     )
+
+
+# Failures whose fix is a setting of the machine, not of the book (see docs/dev/platforms.md).
+_HINTS = [
+    ("Unable to dynamically load the", "the CUDA libraries (cuBLAS, cuRAND, NVRTC) are not on LD_LIBRARY_PATH; "
+     "on a machine with torch+cu13 add its site-packages/nvidia/cu13/lib (docs/dev/platforms.md, Linux + NVIDIA GPU)"),
+    ("AdapterUnavailable", "no Vulkan adapter: install the Vulkan loader and point VK_DRIVER_FILES at the driver's "
+     "ICD json (docs/dev/platforms.md, Linux + NVIDIA GPU)"),
+]
+
+
+def failure_hints(text: str) -> list[str]:
+    return [hint for needle, hint in _HINTS if needle in text]
 
 
 def _version_record(ctx: _Context, exp: Experiment, versions: dict) -> dict:

@@ -152,3 +152,12 @@ def test_cuda_build_env_points_candle_kernels_at_the_kit(monkeypatch, tmp_path):
     assert cudakit.build_env(tmp_path)["CUDAFORGE_THREADS"] == "3"
     monkeypatch.setenv("BOOK_CUDA_HOME", str(tmp_path / "kit"))
     assert cudakit.default_home() == tmp_path / "kit"
+
+
+def test_machine_setup_failures_come_with_a_hint():
+    from capture.regenerate import failure_hints
+
+    cudarc = 'panicked at cudarc-0.19.10/src/lib.rs:200:5:\nUnable to dynamically load the "cublas" shared library'
+    assert any("LD_LIBRARY_PATH" in h for h in failure_hints(cudarc))
+    assert any("VK_DRIVER_FILES" in h for h in failure_hints("Err(AdapterUnavailable)"))
+    assert failure_hints("thread 'main' panicked at src/main.rs:3:5: boom") == []
