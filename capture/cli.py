@@ -101,6 +101,19 @@ def cmd_build_prebuilt(args, layout: Layout) -> int:
     return 0
 
 
+def cmd_bundle(args, layout: Layout) -> int:
+    from capture.build import BuildError
+    from capture.bundle import make_bundle
+
+    try:
+        make_bundle(layout, Path(args.out), args.gpu, candle_cuda=args.candle_cuda,
+                    vulkan_loader=args.vulkan_loader, echo=lambda s: print(s, file=sys.stderr))
+    except BuildError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m capture", description=__doc__)
     p.add_argument("--root", help="repository root (default: found from the current folder)")
@@ -131,6 +144,14 @@ def main(argv: list[str] | None = None) -> int:
     b.add_argument("--candle-cuda", action="store_true",
                    help="also build candle's CUDA kernels, with nvcc 13.0 from NVIDIA's PyPI wheels (capture/cudakit.py)")
     b.set_defaults(fn=cmd_build_prebuilt)
+
+    u = sub.add_parser("bundle", help="build-prebuilt, packed with a run.sh for a GPU machine without cargo or network")
+    u.add_argument("--gpu", default="cuda", choices=["cuda"])
+    u.add_argument("--out", default=".device", help="folder to carry to the GPU machine (default .device)")
+    u.add_argument("--candle-cuda", action="store_true", help="as for build-prebuilt")
+    u.add_argument("--vulkan-loader", action=argparse.BooleanOptionalAction, default=None,
+                   help="include Debian's Vulkan loader packages (default: when burn is built for Vulkan)")
+    u.set_defaults(fn=cmd_bundle)
 
     args = p.parse_args(argv)
     layout = Layout(Path(args.root).resolve() if args.root else find_root())

@@ -1,6 +1,6 @@
 """Binaries for a machine that cannot build: build here for its GPU, stamp them, check the stamp there.
 
-    python -m capture build-prebuilt --gpu cuda --out .device/bin     (here: has cargo)
+    python -m capture build-prebuilt --gpu cuda --out .device/bin     (here: has cargo; `bundle` packs it too)
     python -m capture regenerate --prebuilt .device/bin --python python3   (there: no cargo)
 
 build-info.json records the features, rustc, where and when it was built, and a digest of
@@ -77,5 +77,5 @@ def verify(layout: Layout, dir: Path) -> None:
         raise SystemExit(
             f"error: prebuilt binaries in {dir} were built from other Rust sources "
             f"(digest {info.get('sources_digest')}, checkout {here}); rebuild them with "
-            f"`python -m capture build-prebuilt --gpu cuda --out {dir}` on a machine with cargo"
+            f"`python -m capture bundle --out .device` (or `build-prebuilt --out {dir}`) on a machine with cargo"
         )

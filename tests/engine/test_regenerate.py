@@ -2,6 +2,7 @@
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -268,3 +269,28 @@ def test_prebuilt_binaries_run_where_there_is_no_cargo(tmp_path, cargo_target, m
     (layout.root / "crates/tiny/src/main.rs").write_text('fn main() { println!("changed"); }\n')
     with pytest.raises(SystemExit, match="built from other Rust sources"):
         verify(layout, tmp_path / "bin")
+
+
+def test_bundle_carries_everything_a_machine_without_cargo_needs(tmp_path, cargo_target, monkeypatch):
+    from capture.bundle import ARCHIVE, make_bundle
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    monkeypatch.setenv("CARGO_TARGET_DIR", str(cargo_target))
+    monkeypatch.setenv("BOOK_BURN_GPU", "cuda")
+    monkeypatch.delenv("BOOK_PLATFORM", raising=False)
+    layout = make_book(tmp_path / "book", PREBUILT_MANIFEST)
+    info = make_bundle(layout, layout.root / ".device", vulkan_loader=False, echo=lambda *a: None)
+    bundle = layout.root / ".device"
+    assert sorted(p.name for p in bundle.iterdir()) == sorted([ARCHIVE, "build-info.json", "run.sh"])
+    assert info["archive_bytes"] == (bundle / ARCHIVE).stat().st_size > 0
+
+    # there: only the bundle and the checkout; no cargo on PATH, no target dir
+    shutil.rmtree(tmp_path / "cache")
+    path = [d for d in os.environ["PATH"].split(os.pathsep) if not (Path(d) / "cargo").exists()]
+    env = {**os.environ, "PATH": os.pathsep.join(path), "PYTHON": sys.executable,
+           "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    proc = subprocess.run(["bash", ".device/run.sh", "--no-review"], cwd=layout.root, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    frag = Store(layout.fragments).read("linux-x86_64-cpu", "tiny@cpu")
+    assert frag.text.strip() == "tiny ok flex" and frag.meta["versions"]["rust_build"]["prebuilt"] is True

@@ -1,0 +1,105 @@
+"""One folder that a GPU machine without cargo or network needs to regenerate its fragments.
+
+    python -m capture bundle --out .device [--candle-cuda]        (here: cargo, network)
+    bash .device/run.sh [regenerate options]                        (there, from the repository root)
+
+The folder holds the prebuilt binaries as one xz archive (a carry limit is usually on the order of
+64 MiB; three stripped binaries compress from ~250 MB to ~40 MB), their build-info.json, the Debian
+packages of the Vulkan loader when burn runs on Vulkan, and run.sh, which unpacks all of it,
+points the loader at the driver's ICD, puts torch's CUDA libraries on LD_LIBRARY_PATH for candle
+and runs `python -m capture regenerate --prebuilt`.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tarfile
+from pathlib import Path
+
+from capture import build as buildmod
+from capture.paths import Layout, cache_home
+from capture.prebuilt import build_prebuilt
+
+ARCHIVE = "prebuilt.tar.xz"
+# libvulkan1 and what the NVIDIA ICD (libGLX_nvidia) pulls in; a bare machine has none of them
+VULKAN_DEBS = ["libvulkan1", "libglvnd0", "libegl1", "libgl1", "libglx0", "libgles2", "libopengl0",
+               "libx11-6", "libxext6", "libxcb1", "libxau6", "libxdmcp6", "libbsd0", "libmd0"]
+
+RUN_SH = r"""#!/usr/bin/env bash
+# Written by `python -m capture bundle`: regenerate this machine's fragments from prebuilt binaries.
+# Run from the repository root; extra arguments go to `python -m capture regenerate`.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+py="${PYTHON:-python3}"
+rm -rf "$here/bin" && mkdir -p "$here/bin"
+tar xJf "$here/prebuilt.tar.xz" -C "$here/bin"
+if compgen -G "$here/debs/*.deb" > /dev/null; then
+  rm -rf "$here/root" && mkdir -p "$here/root"
+  for deb in "$here"/debs/*.deb; do dpkg -x "$deb" "$here/root"; done
+  export LD_LIBRARY_PATH="$here/root/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  for d in /usr/local/nvidia/share /usr/share /etc; do
+    if [ -z "${VK_DRIVER_FILES:-}" ] && [ -f "$d/vulkan/icd.d/nvidia_icd.json" ]; then
+      export VK_DRIVER_FILES="$d/vulkan/icd.d/nvidia_icd.json"
+    fi
+    if [ -z "${__EGL_VENDOR_LIBRARY_FILENAMES:-}" ] && [ -f "$d/glvnd/egl_vendor.d/10_nvidia.json" ]; then
+      export __EGL_VENDOR_LIBRARY_FILENAMES="$d/glvnd/egl_vendor.d/10_nvidia.json"
+    fi
+  done
+  echo "run.sh: Vulkan loader from $here/debs, ICD ${VK_DRIVER_FILES:-not found}" >&2
+fi
+cu13="$("$py" -c 'import nvidia, os; print(os.path.join(list(nvidia.__path__)[0], "cu13", "lib"))' 2>/dev/null || true)"
+if [ -n "$cu13" ] && [ -d "$cu13" ]; then
+  export LD_LIBRARY_PATH="$cu13${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  echo "run.sh: CUDA libraries from $cu13" >&2
+fi
+exec "$py" -m capture regenerate --prebuilt "$here/bin" --python "$py" "$@"
+"""
+
+
+def pack(src: Path, dest: Path) -> int:
+    """src/* into dest (tar.xz); multi-threaded xz when the tool is there. Returns the size."""
+    tmp = dest.with_suffix(".tmp")
+    names = sorted(p.name for p in src.iterdir())
+    if shutil.which("xz"):
+        with open(tmp, "wb") as f:
+            tar = subprocess.Popen(["tar", "cf", "-", "-C", str(src), *names], stdout=subprocess.PIPE)
+            subprocess.run(["xz", "-T0", "-6"], stdin=tar.stdout, stdout=f, check=True)
+            if tar.wait() != 0:
+                raise RuntimeError(f"tar of {src} failed")
+    else:
+        with tarfile.open(tmp, "w:xz") as t:
+            for n in names:
+                t.add(src / n, arcname=n)
+    tmp.replace(dest)
+    return dest.stat().st_size
+
+
+def download_debs(names: list[str], dest: Path, echo=print) -> list[Path]:
+    if not shutil.which("apt-get"):
+        echo("note: no apt-get here; bring the Vulkan loader packages to the GPU machine yourself")
+        return []
+    dest.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["apt-get", "download", "-q", *names], cwd=dest, check=True, capture_output=True)
+    return sorted(dest.glob("*.deb"))
+
+
+def make_bundle(layout: Layout, out: Path, gpu: str = "cuda", candle_cuda: bool = False,
+                vulkan_loader: bool | None = None, echo=print) -> dict:
+    """Build, pack and describe; `vulkan_loader=None` means: when burn was built for Vulkan."""
+    bins = cache_home() / f"prebuilt-{gpu}"
+    shutil.rmtree(bins, ignore_errors=True)  # only what this checkout's manifest builds
+    info = build_prebuilt(layout, gpu, bins, echo=echo, candle_cuda=candle_cuda)
+    out.mkdir(parents=True, exist_ok=True)
+    size = pack(bins, out / ARCHIVE)
+    shutil.copy2(bins / buildmod.BUILD_INFO, out / buildmod.BUILD_INFO)
+    if vulkan_loader is None:
+        vulkan_loader = "vulkan" in info["gpu_devices"].values()
+    debs = download_debs(VULKAN_DEBS, out / "debs", echo) if vulkan_loader else []
+    run = out / "run.sh"
+    run.write_text(RUN_SH, encoding="utf-8")
+    run.chmod(0o755)
+    total = size + sum(d.stat().st_size for d in debs) + len(RUN_SH)
+    echo(f"bundle: {out} ({total / 2**20:.1f} MiB: {ARCHIVE} {size / 2**20:.1f} MiB, {len(debs)} .deb); "
+         f"on the GPU machine, from the repository root: bash {layout.rel(run)}")
+    return {**info, "archive_bytes": size, "debs": [d.name for d in debs], "bundle_bytes": total}
