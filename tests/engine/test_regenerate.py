@@ -238,22 +238,30 @@ roles = ["cpu", "gpu"]
 '''
 
 
-def test_prebuilt_binaries_run_where_there_is_no_cargo(tmp_path, cargo_target, monkeypatch):
-    from capture.prebuilt import build_prebuilt, verify
-    from capture.roles import resolve
-
+@pytest.fixture
+def prebuilt_book(tmp_path, cargo_target, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # build_prebuilt's own target dir
     monkeypatch.setenv("CARGO_TARGET_DIR", str(cargo_target))  # restored after build_prebuilt overrides it
     monkeypatch.setenv("BOOK_BURN_GPU", "cuda")
     monkeypatch.delenv("BOOK_PLATFORM", raising=False)
-    layout = make_book(tmp_path / "book", PREBUILT_MANIFEST)
+    return make_book(tmp_path / "book", PREBUILT_MANIFEST)
+
+
+def path_without_cargo() -> str:
+    return os.pathsep.join(d for d in os.environ["PATH"].split(os.pathsep) if not (Path(d) / "cargo").exists())
+
+
+def test_prebuilt_binaries_run_where_there_is_no_cargo(prebuilt_book, tmp_path, monkeypatch):
+    from capture.prebuilt import build_prebuilt, verify
+    from capture.roles import resolve
+
+    layout = prebuilt_book
     info = build_prebuilt(layout, "cuda", tmp_path / "bin", echo=lambda *a: None)
     assert info["features"] == ["tiny/cuda"] and info["gpu_devices"] == {"burn": "cuda"}
     assert (tmp_path / "bin/tiny").is_file() and info["sources_digest"]
 
     # the GPU machine: no cargo anywhere on PATH
-    path = [d for d in os.environ["PATH"].split(os.pathsep) if not (Path(d) / "cargo").exists()]
-    monkeypatch.setenv("PATH", os.pathsep.join(path))
+    monkeypatch.setenv("PATH", path_without_cargo())
     verify(layout, tmp_path / "bin")
     outcomes, _ = run(layout, platform=GPU, prebuilt=tmp_path / "bin")
     assert outcomes["tiny@gpu"].status == "ok" and outcomes["tiny@cpu"].status == "ok"
@@ -271,14 +279,10 @@ def test_prebuilt_binaries_run_where_there_is_no_cargo(tmp_path, cargo_target, m
         verify(layout, tmp_path / "bin")
 
 
-def test_bundle_carries_everything_a_machine_without_cargo_needs(tmp_path, cargo_target, monkeypatch):
+def test_bundle_carries_everything_a_machine_without_cargo_needs(prebuilt_book, tmp_path):
     from capture.bundle import ARCHIVE, make_bundle
 
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setenv("CARGO_TARGET_DIR", str(cargo_target))
-    monkeypatch.setenv("BOOK_BURN_GPU", "cuda")
-    monkeypatch.delenv("BOOK_PLATFORM", raising=False)
-    layout = make_book(tmp_path / "book", PREBUILT_MANIFEST)
+    layout = prebuilt_book
     info = make_bundle(layout, layout.root / ".device", vulkan_loader=False, echo=lambda *a: None)
     bundle = layout.root / ".device"
     assert sorted(p.name for p in bundle.iterdir()) == sorted([ARCHIVE, "build-info.json", "run.sh"])
@@ -286,8 +290,7 @@ def test_bundle_carries_everything_a_machine_without_cargo_needs(tmp_path, cargo
 
     # there: only the bundle and the checkout; no cargo on PATH, no target dir
     shutil.rmtree(tmp_path / "cache")
-    path = [d for d in os.environ["PATH"].split(os.pathsep) if not (Path(d) / "cargo").exists()]
-    env = {**os.environ, "PATH": os.pathsep.join(path), "PYTHON": sys.executable,
+    env = {**os.environ, "PATH": path_without_cargo(), "PYTHON": sys.executable,
            "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     proc = subprocess.run(["bash", ".device/run.sh", "--no-review"], cwd=layout.root, env=env,
                           capture_output=True, text=True, timeout=120)
