@@ -9,6 +9,7 @@ from pathlib import Path
 
 ROLES = ("cpu", "gpu")
 FRAMEWORKS = ("torch", "burn", "candle", "none")
+SOURCE_HASH_MODES = ("code", "lines", "exact")
 
 
 class ManifestError(Exception):
@@ -57,6 +58,10 @@ class Experiment:
     line: int = 0  # line of the entry in the manifest, for messages
     platforms: tuple[str, ...] = ()  # operating systems it runs on ("macos", "linux"); empty = all
     env: dict[str, str] = field(default_factory=dict)
+    # what of the sources the inputs hash sees (capture/inputs.py): "code" ignores comments, blank
+    # space and line positions; "lines" keeps line positions (outputs that quote file:line);
+    # "exact" hashes the bytes (outputs that quote source text)
+    source_hash: str = "code"
 
     @property
     def lang(self) -> str:
@@ -135,7 +140,7 @@ def load(path: Path) -> Manifest:
 
 
 def _parse_one(raw: dict, defaults: dict, line: int) -> Experiment:
-    known = {"id", "framework", "script", "crate", "bin", "args", "roles", "timeout", "expect", "mask", "title", "env", "platforms"}
+    known = {"id", "framework", "script", "crate", "bin", "args", "roles", "timeout", "expect", "mask", "title", "env", "platforms", "source_hash"}
     unknown = set(raw) - known
     if unknown:
         raise ValueError(f"unknown key(s) {sorted(unknown)}; allowed: {sorted(known)}")
@@ -155,6 +160,9 @@ def _parse_one(raw: dict, defaults: dict, line: int) -> Experiment:
     timeout = float(raw.get("timeout", defaults.get("timeout", 300)))
     if timeout <= 0:
         raise ValueError("timeout must be positive")
+    source_hash = raw.get("source_hash", "code")
+    if source_hash not in SOURCE_HASH_MODES:
+        raise ValueError(f"source_hash must be one of {SOURCE_HASH_MODES}, not {source_hash!r}")
     mask = tuple(raw.get("mask", ()))
     for rx in mask:
         re.compile(rx)
@@ -173,4 +181,5 @@ def _parse_one(raw: dict, defaults: dict, line: int) -> Experiment:
         line=line,
         env={str(k): str(v) for k, v in raw.get("env", {}).items()},
         platforms=tuple(raw.get("platforms", ())),
+        source_hash=source_hash,
     )

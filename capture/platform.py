@@ -64,6 +64,17 @@ def detect() -> Platform:
     return Platform(key=key, os=system, arch=arch, gpu=gpu, gpu_name=gpu_name, gpu_driver=driver)
 
 
+def display_name(os_name: str, arch: str, gpu_name: str | None, cores: int | None = None) -> str:
+    """How a reader sees the machine named: by its GPU or Apple chip, else as a CPU box with its core count.
+
+    Derived from what was detected, never from the key, so a new chip or card needs no code change.
+    """
+    system = {"macos": "macOS", "linux": "Linux"}.get(os_name, os_name)
+    if gpu_name:
+        return f"{gpu_name.strip()} · {system}"
+    return f"{system} {arch} 纯 CPU" + (f"（{cores} 核）" if cores else "")
+
+
 def cpu_model() -> str:
     if _pf.system() == "Darwin":
         return _out(["sysctl", "-n", "machdep.cpu.brand_string"]) or _pf.processor()
@@ -92,6 +103,7 @@ def machine_record(p: Platform) -> dict:
     return {
         "os": f"{_pf.system()} {_pf.release()}",
         "os_pretty": _os_pretty(),
+        "arch": p.arch,
         "cpu": cpu_model(),
         "cores": os.cpu_count(),
         "memory_gib": memory_gib(),

@@ -77,7 +77,7 @@ class Store:
         d = self.root / platform
         if not d.is_dir():
             return []
-        return sorted(p.stem for p in d.glob("*.json") if not p.stem.endswith((".failed", ".skipped")))
+        return sorted(p.stem for p in d.glob("*@*.json") if not p.stem.endswith((".failed", ".skipped")))
 
     def read(self, platform: str, key: str, failed: bool = False) -> Fragment | None:
         txt, js = self._paths(platform, key, failed)

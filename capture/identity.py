@@ -1,0 +1,149 @@
+"""What a platform is, stored beside its fragments: docs/_fragments/<key>/platform.json.
+
+Everything that needs to know what a platform is (its name for readers, whether it has a GPU,
+which device each role maps to, how its fragments are regenerated) reads this file, never the
+key string. `regenerate` writes it; a store from before this file existed is read through its
+fragments' metadata instead (same facts, recorded by every run).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from capture.keys import check_platform_key
+from capture.platform import display_name
+
+FILE = "platform.json"
+SCHEMA = 1
+# Device names grouped into the families that claims are scoped by.
+FAMILIES = {"cpu": "cpu", "flex": "cpu", "cuda": "cuda", "vulkan": "vulkan", "metal": "metal", "mps": "mps", "wgpu": "wgpu"}
+
+
+def family(device: str | None) -> str | None:
+    return FAMILIES.get(device or "", device)
+
+
+@dataclass(frozen=True)
+class Identity:
+    key: str
+    display_name: str
+    os: str = ""  # linux | macos
+    arch: str = ""
+    os_pretty: str = ""
+    cpu: str = ""
+    cores: int | None = None
+    memory_gib: float | None = None
+    gpu: str | None = None  # "NVIDIA H200", "Apple M2 Max"
+    gpu_vendor: str | None = None  # nvidia | apple
+    gpu_driver: str | None = None
+    # role -> framework -> device ("cpu": {"torch": "cpu", "burn": "flex", ...}); a role the machine lacks is absent
+    roles: dict = field(default_factory=dict)
+    # how fragments of this platform are made: "regenerate" (it builds and runs) or "bundle"
+    # (binaries built elsewhere and carried over, `python -m capture bundle` + `bash .device/run.sh`)
+    route: str = "regenerate"
+    bundle: dict = field(default_factory=dict)  # for route "bundle": {"env": {...}, "args": [...]}
+    schema: int = SCHEMA
+
+    @property
+    def has_gpu(self) -> bool:
+        return bool(self.roles.get("gpu"))
+
+    def device(self, role: str, framework: str) -> str | None:
+        return (self.roles.get(role) or {}).get(framework)
+
+    def role_label(self, role: str) -> str:
+        """A tab or row name for one role of this machine: "NVIDIA H200 · Linux · GPU", "... · CPU"."""
+        if role == "cpu" and not self.has_gpu:
+            return self.display_name
+        return f"{self.display_name} · {'GPU' if role == 'gpu' else 'CPU'}"
+
+    def regenerate_command(self, only: list[str] | None = None, roles: list[str] | None = None) -> str:
+        """The command that re-runs (some of) this platform's experiments, on that machine."""
+        sel = (" --only " + " ".join(only) if only else "") + (" --device " + " ".join(roles) if roles else "")
+        if self.route == "bundle":
+            env = " ".join(f"{k}={v}" for k, v in sorted(self.bundle.get("env", {}).items()))
+            args = " ".join(self.bundle.get("args", []))
+            build = " ".join(x for x in (env, "python -m capture bundle", args, "--out .device") if x)
+            return f"{build}  (on a machine with cargo), then on {self.display_name}: bash .device/run.sh{sel}"
+        return f"nox -s regenerate --{sel}" if sel else "nox -s regenerate"
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=1, ensure_ascii=False, sort_keys=True) + "\n"
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "Identity":
+        known = {f for f in cls.__dataclass_fields__}
+        return cls(**{k: v for k, v in d.items() if k in known})
+
+
+def path(store_root: Path, key: str) -> Path:
+    return store_root / check_platform_key(key) / FILE
+
+
+def read(store_root: Path, key: str) -> Identity | None:
+    p = path(store_root, key)
+    if not p.is_file():
+        return None
+    try:
+        return Identity.from_dict(json.loads(p.read_text(encoding="utf-8")))
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"{p}: not a valid platform identity ({e}); regenerate on that machine rewrites it") from None
+
+
+def write(store_root: Path, ident: Identity) -> bool:
+    """Write the identity if it changed; True when the file was (re)written."""
+    from capture.store import atomic_write
+
+    p = path(store_root, ident.key)
+    text = ident.to_json()
+    if p.is_file() and p.read_text(encoding="utf-8") == text:
+        return False
+    atomic_write(p, text)
+    return True
+
+
+def from_metadata(key: str, metas: list[dict]) -> Identity:
+    """An identity rebuilt from the metadata that every fragment of the platform carries."""
+    machine = next((m["machine"] for m in metas if m.get("machine")), {})
+    roles: dict[str, dict[str, str]] = {}
+    route = "regenerate"
+    feats: set[str] = set()
+    for m in metas:
+        if m.get("role") and m.get("framework") and m.get("device"):
+            roles.setdefault(m["role"], {})[m["framework"]] = m["device"]
+        build = (m.get("versions") or {}).get("rust_build") or {}
+        if build.get("prebuilt"):
+            route = "bundle"
+            feats |= set(build.get("features") or [])
+    gpu = machine.get("gpu")
+    os_name = "macos" if str(machine.get("os", "")).startswith("Darwin") else "linux"
+    # stores written before machine records carried "arch": the detected keys name it second
+    arch = machine.get("arch") or (key.split("-")[1] if key.count("-") >= 1 else "")
+    return Identity(
+        key=key,
+        display_name=display_name(os_name, arch, gpu, machine.get("cores")),
+        os=os_name,
+        arch=arch,
+        os_pretty=machine.get("os_pretty", ""),
+        cpu=machine.get("cpu", ""),
+        cores=machine.get("cores"),
+        memory_gib=machine.get("memory_gib"),
+        gpu=gpu,
+        gpu_vendor=("apple" if os_name == "macos" else "nvidia") if gpu else None,
+        gpu_driver=machine.get("gpu_driver"),
+        roles=roles,
+        route=route,
+        bundle=bundle_recipe(sorted(feats)) if route == "bundle" else {},
+    )
+
+
+def bundle_recipe(features: list[str]) -> dict:
+    """How `python -m capture bundle` was asked to build the given features (for the re-run command)."""
+    env, args = {}, []
+    if any(f.endswith("/vulkan") for f in features):
+        env["BOOK_BURN_GPU"] = "vulkan"
+    if any(f.startswith("design-bench/") and f.endswith("/cuda") for f in features):
+        args.append("--candle-cuda")
+    return {"env": env, "args": args}
