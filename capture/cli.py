@@ -114,6 +114,19 @@ def cmd_bundle(args, layout: Layout) -> int:
     return 0
 
 
+def cmd_restamp(args, layout: Layout) -> int:
+    from capture.restamp import restamp
+
+    manifest, store = _common(layout)
+    res = restamp(layout, manifest, store)
+    print(f"restamp: {res.restamped} fragments carried over to the current inputs hash, {res.current} already current")
+    for p in res.identities:
+        print(f"restamp: wrote {layout.rel(store.root / p / 'platform.json')} from its fragments' metadata")
+    for s in res.stale:
+        print(f"restamp: left as it was (stale before the scheme changed): {s}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m capture", description=__doc__)
     p.add_argument("--root", help="repository root (default: found from the current folder)")
@@ -152,6 +165,9 @@ def main(argv: list[str] | None = None) -> int:
     u.add_argument("--vulkan-loader", action=argparse.BooleanOptionalAction, default=None,
                    help="include Debian's Vulkan loader packages (default: when burn is built for Vulkan)")
     u.set_defaults(fn=cmd_bundle)
+
+    t = sub.add_parser("restamp", help="carry fragments that were fresh over a change of the inputs-hash scheme (no rerun)")
+    t.set_defaults(fn=cmd_restamp)
 
     args = p.parse_args(argv)
     layout = Layout(Path(args.root).resolve() if args.root else find_root())

@@ -1,8 +1,15 @@
 """Inputs hash: everything an output depends on, hashed so that an unchanged input means no rerun.
 
-The hash is platform-independent (it names the role, not the concrete device), so a
-docs build anywhere can tell whether another machine's fragment is stale.
-Files are hashed in text mode (CRLF -> LF) so the same checkout hashes the same on every OS.
+The hash is platform-independent (it names the role, not the concrete device), so a docs
+build anywhere can tell whether another machine's fragment is stale.
+
+Scheme 2 (current) hashes what an output can depend on, not bytes: sources are normalised
+(capture/sourcehash.py: comments, blank space and, by default, line positions do not count),
+TOML files are compared as data, and only files that belong to the tree are seen (git-tracked
+or untracked-but-not-ignored; a Finder `.DS_Store` or an editor backup never counts). The Rust
+toolchain pinned in crates/rust-toolchain.toml (or the repository root) is part of every Rust
+experiment's inputs. Scheme 1 (raw bytes of every file under src/) is kept only so `restamp`
+can tell that a fragment was fresh before the scheme changed (capture/restamp.py).
 """
 
 from __future__ import annotations
@@ -10,18 +17,24 @@ from __future__ import annotations
 import ast
 import hashlib
 import json
-import re
+import subprocess
 import tomllib
 from functools import lru_cache
 from pathlib import Path
 
+from capture import sourcehash
 from capture.manifest import Experiment
 from capture.paths import Layout
 
-HASH_VERSION = 1  # bump when the hashing scheme itself changes
+HASH_VERSION = 2  # bump when the hashing scheme itself changes (then run `python -m capture restamp`)
+CRATE_PARTS = ("src", "build.rs", "kernels")
+# Names that never belong to a source tree, for checkouts without git (e.g. a copied tree).
+LITTER = (".DS_Store", "Thumbs.db", "desktop.ini")
+LITTER_SUFFIXES = ("~", ".swp", ".swo", ".orig", ".rej", ".bak", ".tmp", ".pyc")
 
 
 def file_digest(path: Path) -> str:
+    """sha256 of the bytes, CRLF read as LF (scheme 1, and `exact` mode)."""
     data = path.read_bytes().replace(b"\r\n", b"\n")
     return hashlib.sha256(data).hexdigest()
 
@@ -34,7 +47,7 @@ def _local_imports(script: Path, snippets: Path) -> set[Path]:
         f = todo.pop()
         try:
             tree = ast.parse(f.read_text(encoding="utf-8"), filename=str(f))
-        except SyntaxError:
+        except (SyntaxError, UnicodeDecodeError):
             continue  # the run will report it; the file itself is still hashed
         for node in ast.walk(tree):
             names = []
@@ -50,14 +63,37 @@ def _local_imports(script: Path, snippets: Path) -> set[Path]:
     return found
 
 
-def _crate_files(crate_dir: Path) -> list[Path]:
+@lru_cache(maxsize=None)
+def _tree_files(root: Path) -> frozenset[Path] | None:
+    """Files git sees in the checkout (tracked, or untracked and not ignored); None without git."""
+    try:
+        r = subprocess.run(
+            ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "crates", "snippets"],
+            cwd=root, capture_output=True, timeout=30,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if r.returncode != 0:
+        return None
+    return frozenset((root / p).resolve() for p in r.stdout.decode("utf-8", "surrogateescape").split("\0") if p)
+
+
+def _belongs(path: Path, root: Path) -> bool:
+    if path.name in LITTER or path.name.endswith(LITTER_SUFFIXES) or path.name.startswith("."):
+        return False
+    tree = _tree_files(root)
+    return tree is None or path.resolve() in tree
+
+
+def _crate_files(crate_dir: Path, root: Path, scheme: int = HASH_VERSION) -> list[Path]:
     files = [crate_dir / "Cargo.toml"]
-    for sub in ("src", "build.rs", "kernels"):
+    for sub in CRATE_PARTS:
         p = crate_dir / sub
         if p.is_file():
             files.append(p)
         elif p.is_dir():
-            files.extend(sorted(x for x in p.rglob("*") if x.is_file()))
+            found = sorted(x for x in p.rglob("*") if x.is_file())
+            files.extend(found if scheme == 1 else [x for x in found if _belongs(x, root)])
     return files
 
 
@@ -91,14 +127,23 @@ def _path_deps(crate_dir: Path, crates: Path) -> set[Path]:
 
 
 def torch_pin(layout: Layout) -> str:
+    """The torch version uv.lock pins ("unpinned" without a lock)."""
     lock = layout.root / "uv.lock"
     if not lock.is_file():
         return "unpinned"
-    m = re.search(r'name = "torch"\nversion = "([^"]+)"', lock.read_text(encoding="utf-8"))
-    return m.group(1) if m else "unpinned"
+    for pkg in tomllib.loads(lock.read_text(encoding="utf-8")).get("package", []):
+        if pkg.get("name") == "torch":
+            return pkg.get("version", "unpinned")
+    return "unpinned"
 
 
-def source_files(exp: Experiment, layout: Layout) -> list[Path]:
+def toolchain_files(layout: Layout) -> list[Path]:
+    """rust-toolchain(.toml) pinning the compiler, wherever the workspace keeps it."""
+    names = ("rust-toolchain.toml", "rust-toolchain")
+    return [d / n for d in (layout.crates, layout.root) for n in names if (d / n).is_file()]
+
+
+def source_files(exp: Experiment, layout: Layout, scheme: int = HASH_VERSION) -> list[Path]:
     """The files an experiment's output depends on."""
     if exp.script:
         script = layout.root / exp.script
@@ -108,24 +153,31 @@ def source_files(exp: Experiment, layout: Layout) -> list[Path]:
     crate_dir = layout.crates / exp.crate
     if not (crate_dir / "Cargo.toml").is_file():
         raise FileNotFoundError(f"{layout.manifest}:{exp.line}: experiment {exp.id}: crate crates/{exp.crate} not found")
-    files = _crate_files(crate_dir)
+    files = _crate_files(crate_dir, layout.root, scheme)
     for dep in sorted(_path_deps(crate_dir, layout.crates)):
-        files += _crate_files(dep)
+        files += _crate_files(dep, layout.root, scheme)
     files += [layout.crates / "Cargo.toml", layout.crates / "Cargo.lock"]
+    if scheme >= 2:
+        files += toolchain_files(layout)
     return [f for f in files if f.is_file()]
 
 
-def inputs(exp: Experiment, role: str, layout: Layout) -> dict:
+def inputs(exp: Experiment, role: str, layout: Layout, scheme: int = HASH_VERSION) -> dict:
     """The inputs record of one (experiment, role): what the hash covers, readable."""
-    files = {layout.rel(f): file_digest(f) for f in source_files(exp, layout)}
+    if scheme == 1:
+        files = {layout.rel(f): file_digest(f) for f in source_files(exp, layout, 1)}
+    else:
+        files = {layout.rel(f): sourcehash.digest(f, exp.source_hash) for f in source_files(exp, layout)}
     rec = {
-        "hash_version": HASH_VERSION,
+        "hash_version": scheme,
         "files": files,
         "role": role,
         "framework": exp.framework,
         "args": list(exp.args[role]),
         "env": dict(sorted(exp.env.items())),
     }
+    if scheme >= 2:
+        rec["source_hash"] = exp.source_hash
     if exp.script:
         rec["torch_pin"] = torch_pin(layout)
     return rec
@@ -136,5 +188,5 @@ def digest(rec: dict) -> str:
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
-def inputs_hash(exp: Experiment, role: str, layout: Layout) -> str:
-    return digest(inputs(exp, role, layout))
+def inputs_hash(exp: Experiment, role: str, layout: Layout, scheme: int = HASH_VERSION) -> str:
+    return digest(inputs(exp, role, layout, scheme))
