@@ -1,120 +1,277 @@
-"""The book's view of its fragments for pages: which platform shows what, staleness, record lookup.
+"""The book's view of its fragments: one answer to "this reference on this platform".
 
-Pages name a list of platforms in order of preference (conf.py `book_platforms`); an output
-is shown from the first platform that has it. The docs build needs no GPU and runs nothing.
+Pages, `status` and the claim checker all ask the same two questions, and get their answers
+only from here:
+- `state(platform, key)`: is the fragment there, fresh, stale, torn, corrupt, not applicable;
+  what changed since it was captured; the command that regenerates it on the machine that must
+  run it; whether a problem with it should fail a strict build on this machine.
+- `answer(expr, platform)`: the value of an expression over records on one platform, with the
+  states of every fragment it read.
+Nothing here imports Sphinx; the directives only render what these return.
+
+Severity rule (the one place it is decided): a problem is a *warning* (an error under -W) when
+this machine can fix it — a stale, torn, corrupt or missing fragment of this machine's own
+platform, a reference or expression that is wrong on the page, or data no platform has that
+this machine could capture. A stale fragment of another machine is shown with a note that
+names what changed and the command to run there; it does not fail this machine's build.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from capture import identity as identitymod
 from capture import inputs as inputsmod
 from capture import manifest as manifestmod
+from capture.keys import FragmentKey, KeyError_, check_platform_key
 from capture.paths import Layout
-from capture.query import Evaluator, MissingData, QueryError, Ref, parse_refs
+from capture.query import Evaluator, MissingData, QueryError, parse_refs
 from capture.records import matches
-from capture.status import platform_has_gpu
 from capture.store import Fragment, Store
+
+OK, NOTE, WARN = "ok", "note", "warn"
+USABLE = ("fresh", "stale")
 
 
 @dataclass(frozen=True)
-class Lookup:
-    exp: str
-    role: str
-    platform: str | None  # where it was found, or None
-    fragment: Fragment | None
-    state: str  # fresh | stale | missing | torn | not-applicable
-    detail: str = ""
+class FragmentState:
+    platform: str
+    key: FragmentKey
+    state: str  # fresh | stale | missing | not-applicable | torn | corrupt
+    fragment: Fragment | None = None
+    detail: str = ""  # English, for build logs and status
+    changed: tuple[str, ...] = ()  # for stale: the inputs that differ since the capture
+    fix: str = ""  # the command that regenerates it, on the machine that must run it
+    local: bool = False  # this machine's own platform
+    severity: str = OK
 
     @property
-    def regen_command(self) -> str:
-        return f"nox -s regenerate -- --only {self.exp} --device {self.role}"
+    def usable(self) -> bool:
+        return self.fragment is not None and self.state in USABLE
+
+    @property
+    def json_path(self) -> str:
+        return f"{self.platform}/{self.key}.json"
+
+
+@dataclass(frozen=True)
+class Answer:
+    platform: str
+    expr: str
+    value: object = None
+    states: tuple[FragmentState, ...] = ()
+    error: str = ""  # the expression or a record it names is wrong (fix the page or the data)
+    severity: str = OK
+
+    @property
+    def ok(self) -> bool:
+        return not self.error and all(s.usable for s in self.states)
+
+    @property
+    def stale(self) -> tuple[FragmentState, ...]:
+        return tuple(s for s in self.states if s.state == "stale")
+
+    @property
+    def blocking(self) -> FragmentState | None:
+        """The first fragment that keeps this from having a value."""
+        return next((s for s in self.states if not s.usable), None)
+
+
+def _worst(*sev: str) -> str:
+    return WARN if WARN in sev else NOTE if NOTE in sev else OK
 
 
 class Book:
-    def __init__(self, root: Path, platforms: list[str]):
+    def __init__(self, root: Path, order: list[str] | None = None, local: identitymod.Identity | None = None):
+        """`local`: this machine (identity.of_machine(detect())); None when nothing here can regenerate."""
         self.layout = Layout(root)
         self.store = Store(self.layout.fragments)
-        self.platforms = list(platforms)
-        self._hash: dict[str, str] = {}
-        self._frags: dict[tuple[str, str], Fragment | None] = {}
+        self.order = [check_platform_key(p, "book_platforms entry") for p in (order or [])]
+        self.local = local.key if local else None
+        self._inputs: dict[FragmentKey, tuple[str, dict]] = {}
+        self._frags: dict[tuple[str, FragmentKey], Fragment | None] = {}
+        self._local = local
+        self._ids: dict[str, identitymod.Identity] = {}
+        self._states: dict[tuple[str, FragmentKey], FragmentState] = {}
 
     @cached_property
     def manifest(self) -> manifestmod.Manifest:
         return manifestmod.load(self.layout.manifest)
 
-    def current_hash(self, exp_id: str, role: str) -> str:
-        key = f"{exp_id}@{role}"
-        if key not in self._hash:
-            self._hash[key] = inputsmod.inputs_hash(self.manifest.get(exp_id), role, self.layout)
-        return self._hash[key]
+    # -- platforms --------------------------------------------------------------------------
+    def platforms(self) -> list[str]:
+        """Captured platforms, in the book's order (conf.py book_platforms), then the rest by name."""
+        stored = set(self.store.platforms())
+        return [p for p in self.order if p in stored] + sorted(stored - set(self.order))
 
-    def fragment(self, platform: str, key: str) -> Fragment | None:
-        if (platform, key) not in self._frags:
-            self._frags[(platform, key)] = self.store.read(platform, key)
-        return self._frags[(platform, key)]
+    def identity(self, platform: str) -> identitymod.Identity:
+        """The platform's stored identity; this machine's own until it has one; else rebuilt from metadata."""
+        if platform not in self._ids:
+            ident = identitymod.read(self.layout.fragments, platform) if platform in self.store.platforms() else None
+            if ident is None and platform == self.local:
+                ident = self._local
+            if ident is None:
+                metas = [f.meta for k in self.store.keys(platform) if (f := self.fragment(platform, FragmentKey.parse(k)))]
+                ident = identitymod.from_metadata(platform, metas)
+            self._ids[platform] = ident
+        return self._ids[platform]
 
-    def captured_platforms(self) -> list[str]:
-        stored = self.store.platforms()
-        return [p for p in self.platforms if p in stored] + [p for p in stored if p not in self.platforms]
+    def label(self, platform: str, role: str | None = None) -> str:
+        ident = self.identity(platform)
+        return ident.role_label(role) if role else ident.display_name
 
-    def find(self, exp_id: str, role: str, platform: str | None = None) -> Lookup:
-        """The fragment to show for (experiment, role): on `platform`, or the first preferred one that has it."""
-        exp = self.manifest.get(exp_id)  # raises for an unknown id
-        if role not in exp.roles:
-            raise manifestmod.ManifestError(f"experiment {exp_id} has no role {role!r} (roles: {', '.join(exp.roles)})")
-        key = exp.key(role)
-        candidates = [platform] if platform else self.captured_platforms()
-        for plat in candidates:
-            frag = self.fragment(plat, key)
-            if frag is None:
-                continue
-            if frag.torn:
-                return Lookup(exp_id, role, plat, frag, "torn", "text and metadata disagree (interrupted write)")
-            if frag.inputs_hash != self.current_hash(exp_id, role):
-                return Lookup(exp_id, role, plat, frag, "stale", "inputs changed since capture")
-            return Lookup(exp_id, role, plat, frag, "fresh")
-        if platform and role == "gpu" and not platform_has_gpu(platform):
-            return Lookup(exp_id, role, None, None, "not-applicable", f"{platform} has no GPU")
-        for plat in candidates:
-            reason = self.store.skip_reason(plat, key)
-            if reason:
-                return Lookup(exp_id, role, None, None, "not-applicable", f"{plat}: {reason}")
-        return Lookup(exp_id, role, None, None, "missing", "never captured on " + (platform or "any listed platform"))
+    # -- fragments --------------------------------------------------------------------------
+    def experiment(self, key: FragmentKey) -> manifestmod.Experiment:
+        """The manifest entry, or ManifestError naming the known ids / roles (a page mistake)."""
+        exp = self.manifest.get(key.exp)
+        if key.role not in exp.roles:
+            raise manifestmod.ManifestError(f"experiment {key.exp} has no role {key.role!r} (roles: {', '.join(exp.roles)})")
+        return exp
 
-    def expected_absent(self, exp_id: str, role: str) -> bool:
-        """True when no captured platform could have run it (e.g. a macOS-only experiment, no Mac captured yet)."""
-        exp = self.manifest.get(exp_id)
-        captured = self.captured_platforms()
-        able = [p for p in captured if not (role == "gpu" and not platform_has_gpu(p))]
-        if not [p for p in able if not self.store.skip_reason(p, exp.key(role))]:
-            return True
-        if not exp.platforms:
-            return False
-        return not any(p.split("-")[0] in exp.platforms for p in captured)
+    def fragment(self, platform: str, key: FragmentKey) -> Fragment | None:
+        k = (platform, key)
+        if k not in self._frags:
+            self._frags[k] = self.store.read(platform, str(key))
+        return self._frags[k]
 
-    # -- records -------------------------------------------------------------------------
+    def current(self, key: FragmentKey) -> tuple[str, dict]:
+        if key not in self._inputs:
+            rec = inputsmod.inputs(self.experiment(key), key.role, self.layout)
+            self._inputs[key] = (inputsmod.digest(rec), rec)
+        return self._inputs[key]
+
+    def can_run(self, platform: str, key: FragmentKey) -> tuple[bool, str]:
+        """Whether that machine can produce the fragment at all, from its identity and skip records."""
+        exp = self.experiment(key)
+        ident = self.identity(platform)
+        if key.role == "gpu" and not ident.has_gpu:
+            return False, f"{ident.display_name} has no GPU"
+        if exp.platforms and ident.os and ident.os not in exp.platforms:
+            return False, f"runs only on {', '.join(exp.platforms)}"
+        reason = self.store.skip_reason(platform, str(key))
+        if reason:
+            return False, reason
+        return True, ""
+
+    def state(self, platform: str, key: FragmentKey) -> FragmentState:
+        k = (platform, key)
+        if k not in self._states:
+            self._states[k] = self._state(platform, key)
+        return self._states[k]
+
+    def _state(self, platform: str, key: FragmentKey) -> FragmentState:
+        local = platform == self.local
+        ident = self.identity(platform)
+        fix = ident.regenerate_command([key.exp], [key.role]) if not local else \
+            f"nox -s regenerate -- --only {key.exp} --device {key.role}"
+        frag = self.fragment(platform, key)
+        if frag is not None and getattr(frag, "corrupt", None):
+            return FragmentState(platform, key, "corrupt", None, frag.corrupt, fix=fix, local=local,
+                                 severity=WARN if local else NOTE)
+        if frag is None:
+            able, why = self.can_run(platform, key)
+            if not able:
+                return FragmentState(platform, key, "not-applicable", None, why, local=local, severity=NOTE)
+            return FragmentState(platform, key, "missing", None, f"never captured on {platform}", fix=fix, local=local,
+                                 severity=WARN if local else NOTE)
+        if frag.torn:
+            return FragmentState(platform, key, "torn", frag, "text and metadata disagree (interrupted write)",
+                                 fix=fix, local=local, severity=WARN if local else NOTE)
+        want, rec = self.current(key)
+        if frag.inputs_hash != want:
+            changed = tuple(changed_inputs(frag.meta.get("inputs") or {}, rec))
+            return FragmentState(platform, key, "stale", frag, "changed since the capture: " + ", ".join(changed),
+                                 changed, fix, local, WARN if local else NOTE)
+        return FragmentState(platform, key, "fresh", frag, local=local)
+
+    def holders(self, key: FragmentKey) -> list[str]:
+        """Platforms (book order) that hold a fragment for the key, fresh or not."""
+        return [p for p in self.platforms() if self.fragment(p, key) is not None]
+
+    def absent_everywhere(self, key: FragmentKey) -> FragmentState | None:
+        """When no captured platform has the fragment: a state saying whether that is a problem here.
+
+        Missing everywhere is a warning when this machine could capture it (a new experiment not yet
+        run); otherwise (a GPU role on a CPU-only machine, a macOS-only experiment before a Mac run)
+        a note.
+        """
+        if self.holders(key):
+            return None
+        could = self.local is not None and self.can_run(self.local, key)[0]
+        return FragmentState(self.local or "-", key, "missing", None, "no captured platform has it",
+                             fix=f"nox -s regenerate -- --only {key.exp} --device {key.role}",
+                             local=True, severity=WARN if could else NOTE)
+
+    # -- records ----------------------------------------------------------------------------
     def evaluator(self, platform: str) -> Evaluator:
-        def lookup(ref: Ref):
-            frag = self.fragment(platform, f"{ref.exp}@{ref.role}")
+        def lookup(ref):
+            frag = self.fragment(platform, FragmentKey(ref.exp, ref.role))
             if frag is None:
                 raise MissingData(ref.text, f"no fragment on {platform}")
             recs = [r for r in frag.records if matches(r, ref.name, dict(ref.tags))]
             if not recs:
                 names = sorted({r["name"] for r in frag.records})
-                raise MissingData(ref.text, f"no such record on {platform} (records there: {', '.join(names[:12])}{' ...' if len(names) > 12 else ''})")
+                more = " ..." if len(names) > 12 else ""
+                raise MissingData(ref.text, f"no such record on {platform} (records there: {', '.join(names[:12])}{more})")
             return recs
 
         return Evaluator(lookup)
 
-    def evaluate(self, expr: str, platform: str):
-        return self.evaluator(platform).eval(expr)
+    def refs(self, expr: str) -> list[FragmentKey]:
+        """The fragments an expression reads (a page mistake raises QueryError / ManifestError)."""
+        _, refs = parse_refs(expr)
+        keys = []
+        for r in refs:
+            key = FragmentKey(r.exp, r.role)
+            self.experiment(key)
+            if key not in keys:
+                keys.append(key)
+        return keys
+
+    def answer(self, expr: str, platform: str) -> Answer:
+        try:
+            keys = self.refs(expr)
+        except (QueryError, manifestmod.ManifestError, KeyError_) as e:
+            return Answer(platform, expr, error=str(e), severity=WARN)
+        if not keys:
+            return Answer(platform, expr, error=f"{expr!r} refers to no record", severity=WARN)
+        states = tuple(self.state(platform, k) for k in keys)
+        sev = _worst(*(s.severity for s in states))
+        if not all(s.usable for s in states):
+            return Answer(platform, expr, None, states, severity=sev)
+        try:
+            value = self.evaluator(platform).eval(expr)
+        except MissingData as e:
+            # the fragment is there but lacks the record: the page and the data disagree, unless the
+            # fragment is stale (its program changed since) and this machine cannot re-run it
+            excusable = any(s.state == "stale" and not s.local for s in states)
+            return Answer(platform, expr, None, states, str(e), NOTE if excusable else WARN)
+        except QueryError as e:
+            return Answer(platform, expr, None, states, str(e), WARN)
+        return Answer(platform, expr, value, states, severity=sev)
 
     def platforms_with(self, expr: str) -> list[str]:
-        """Platforms (in preference order) that hold every fragment the expression refers to."""
-        _, refs = parse_refs(expr)
-        if not refs:
-            raise QueryError(f"{expr!r} refers to no record")
-        return [p for p in self.captured_platforms() if all(self.fragment(p, r.key) is not None for r in refs)]
+        """Platforms (book order) that hold every fragment the expression reads."""
+        keys = self.refs(expr)
+        return [p for p in self.platforms() if all(self.fragment(p, k) is not None for k in keys)]
+
+    def pending(self, expr: str) -> FragmentState | None:
+        """For an expression no platform can answer: the worst 'absent everywhere' state, or None."""
+        worst = None
+        for k in self.refs(expr):
+            st = self.absent_everywhere(k)
+            if st and (worst is None or st.severity == WARN):
+                worst = st
+        return worst
+
+
+def changed_inputs(old: dict, new: dict) -> list[str]:
+    """What differs between two inputs records, by name (files first)."""
+    if old.get("hash_version") != new.get("hash_version"):
+        return [f"inputs-hash scheme {old.get('hash_version', 1)} -> {new.get('hash_version')} (run `python -m capture restamp`)"]
+    of, nf = old.get("files", {}), new.get("files", {})
+    names = sorted(k for k in set(of) | set(nf) if of.get(k) != nf.get(k))
+    names += [k for k in sorted(set(old) | set(new)) if k != "files" and old.get(k) != new.get(k)]
+    return names or ["(hash scheme)"]

@@ -1,12 +1,18 @@
 """Claims: predicates over records, written in a page next to the sentence they support.
 
     :::{claim} median(burn-drop@gpu:drop.dropped_per_eval) < 0.1 * median(burn-drop@gpu:drop.kept.median)
+    :where: cuda, vulkan
     丢掉的结果几乎不花时间。
     :::
 
-A claim is checked on every captured platform that holds all the fragments it refers to.
-The docs build warns (an error under -W) where one fails; `python -m capture status`
-lists the failing ones without building the docs (this module has no Sphinx in it).
+A claim is evaluated on every captured platform that holds its fragments (inside a
+`{per-platform}` block: only on the platforms of that block). `:where:` says where it is
+*expected* to hold: `all` (the default), a device family (cpu, cuda, vulkan, metal, mps, wgpu,
+or gpu for any of the GPU ones; a family matches when every fragment the claim reads ran on
+such a device), a vendor (nvidia, apple), an OS (linux, macos) or platform keys. Where it is
+expected and false, the docs build warns (an error under -W) and shows both sides of each
+comparison; elsewhere the page shows the verdict for what it is, a difference between machines.
+`python -m capture status` checks the same claims without Sphinx (this module has none).
 """
 
 from __future__ import annotations
@@ -15,73 +21,154 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from capture.book import Book
-from capture.paths import Layout
-from capture.query import MissingData, QueryError, parse_refs
+from capture.book import NOTE, OK, WARN, Answer, Book
+from capture.identity import Identity, family
+from capture.keys import PLATFORM_KEY
+from capture.manifest import ManifestError
+from capture.query import QueryError
 
-CLAIM_LINE = re.compile(r"^\s*(?:`{3,}|:{3,})\{claim\}\s+(.+?)\s*$")
+FAMILIES = ("cpu", "cuda", "vulkan", "metal", "mps", "wgpu")
+VENDORS = ("nvidia", "apple")
+SYSTEMS = ("linux", "macos")
+WORDS = ("all", "gpu", *FAMILIES, *VENDORS, *SYSTEMS)
+
+
+class WhereError(ValueError):
+    pass
+
+
+def parse_where(text: str | None) -> tuple[str, ...]:
+    """`cuda, vulkan` -> ("cuda", "vulkan"); unknown words that are not platform keys are an error."""
+    if not text or not text.strip():
+        return ("all",)
+    tokens = tuple(t.strip() for t in re.split(r"[,\s]+", text.strip()) if t.strip())
+    for t in tokens:
+        if t not in WORDS and not PLATFORM_KEY.fullmatch(t):
+            raise WhereError(f"{t!r} is not a place a claim can be scoped to: use {', '.join(WORDS)} or a platform key")
+    return tokens
+
+
+def device_matches(tokens: tuple[str, ...], ident: Identity, device: str | None) -> bool:
+    fam = family(device)
+    for t in tokens:
+        if t in ("all", ident.key, ident.os, ident.gpu_vendor) or t == fam or (t == "gpu" and fam not in (None, "cpu")):
+            return True
+    return False
+
+
+def platform_matches(tokens: tuple[str, ...], ident: Identity) -> bool:
+    """A platform matches a family when any of its devices belongs to it (for {per-platform} blocks)."""
+    devices = {d for fw in ident.roles.values() for d in (fw or {}).values()} or {None}
+    return any(device_matches(tokens, ident, d) for d in devices)
 
 
 @dataclass(frozen=True)
 class Verdict:
     platform: str
+    expected: bool
     holds: bool | None  # None: could not be evaluated there
-    why: str = ""
+    answer: Answer
+    devices: tuple[str, ...] = ()
+    why: str = ""  # English: the comparisons when false, the reason when not evaluated
+    severity: str = OK
+
+    @property
+    def stale(self) -> bool:
+        return bool(self.answer.stale)
 
 
-def judge(book: Book, expr: str, platforms: list[str] | None = None) -> list[Verdict]:
-    """Evaluate a claim on each platform that has its data (or on the given platforms)."""
-    plats = platforms if platforms is not None else book.platforms_with(expr)
+def judge(book: Book, expr: str, where: tuple[str, ...] = ("all",), within: tuple[str, ...] | None = None) -> list[Verdict]:
+    """Evaluate a claim on each platform that holds its fragments (restricted to `within` platform filters)."""
     out = []
-    for p in plats:
-        try:
-            v = book.evaluate(expr, p)
-        except MissingData as e:
-            out.append(Verdict(p, None, str(e)))
+    for p in book.platforms_with(expr):
+        ident = book.identity(p)
+        if within is not None and not platform_matches(within, ident):
             continue
-        except QueryError as e:
-            out.append(Verdict(p, None, str(e)))
+        ans = book.answer(expr, p)
+        devices = tuple(st.fragment.meta.get("device") or "" for st in ans.states if st.fragment is not None)
+        expected = all(device_matches(where, ident, d) for d in devices) if devices else "all" in where
+        if ans.error or not ans.ok:
+            why = ans.error or (ans.blocking.detail if ans.blocking else "not evaluated")
+            out.append(Verdict(p, expected, None, ans, devices, why, ans.severity if expected else NOTE))
             continue
-        val = getattr(v, "v", v)
+        val = getattr(ans.value, "v", ans.value)
         if not isinstance(val, bool):
-            out.append(Verdict(p, None, f"the expression gives {val!r}, not true/false"))
-        else:
-            out.append(Verdict(p, val, "" if val else "false with the captured data"))
+            out.append(Verdict(p, expected, None, ans, devices, f"the expression gives {val!r}, not true/false", WARN))
+            continue
+        why = ""
+        if not val:
+            try:
+                why = "; ".join(book.evaluator(p).explain(expr))
+            except (QueryError, SyntaxError):
+                why = "false with the captured data"
+        out.append(Verdict(p, expected, val, ans, devices, why, WARN if expected and not val else OK))
     return out
 
 
-def find_claims(docs: Path) -> list[tuple[Path, int, str, list[str] | None]]:
-    """Every claim directive in the pages: (file, line, expression, its :platforms: or None)."""
+@dataclass(frozen=True)
+class ClaimSite:
+    page: Path
+    line: int
+    expr: str
+    where: str | None
+    platform: str | None  # :platform: of the claim itself
+    within: tuple[str, ...] | None  # filters of the enclosing {per-platform} blocks
+
+
+_OPEN = re.compile(r"^\s*(:{3,}|`{3,})\{([a-z][a-z-]*)\}\s*(.*?)\s*$")
+_CLOSE = re.compile(r"^\s*(:{3,}|`{3,})\s*$")
+_OPTION = re.compile(r"^\s*:([a-z-]+):\s*(.*?)\s*$")
+
+
+def find_claims(docs: Path) -> list[ClaimSite]:
+    """Every claim directive in the pages, with its options and enclosing {per-platform} filters."""
     out = []
     for page in sorted(docs.rglob("*.md")):
         if any(part.startswith("_") for part in page.relative_to(docs).parts):
             continue
         lines = page.read_text(encoding="utf-8").splitlines()
+        stack: list[tuple[str, str, str]] = []  # (fence, directive, argument)
         for n, line in enumerate(lines, 1):
-            m = CLAIM_LINE.match(line)
+            m = _OPEN.match(line)
             if m:
-                opt = re.match(r"\s*:platforms:\s*(.+)", lines[n]) if n < len(lines) else None
-                plats = [p.strip() for p in opt.group(1).split(",")] if opt else None
-                out.append((page, n, m.group(1), plats))
+                fence, name, arg = m.groups()
+                stack.append((fence, name, arg))
+                if name == "claim":
+                    opts = {}
+                    for nxt in lines[n:]:
+                        om = _OPTION.match(nxt)
+                        if not om:
+                            break
+                        opts[om.group(1)] = om.group(2)
+                    blocks = [parse_where(a) for f, d, a in stack if d == "per-platform"]
+                    within = tuple(t for b in blocks for t in b) if blocks else None
+                    out.append(ClaimSite(page, n, arg, opts.get("where"), opts.get("platform"), within))
+                continue
+            c = _CLOSE.match(line)
+            if c:
+                for i in range(len(stack) - 1, -1, -1):
+                    if stack[i][0][0] == c.group(1)[0] and len(stack[i][0]) <= len(c.group(1)):
+                        del stack[i:]
+                        break
     return out
 
 
-def failing_claims(layout: Layout, store=None) -> list[dict]:
-    book = Book(layout.root, [])
+def failing_claims(book: Book) -> list[dict]:
+    """Claims that do not hold where they are expected to (for `status`), as plain dicts."""
     out = []
-    for page, line, expr, plats in find_claims(layout.root / "docs"):
-        where = f"{layout.rel(page)}:{line}"
+    for site in find_claims(book.layout.root / "docs"):
+        where = f"{book.layout.rel(site.page)}:{site.line}"
         try:
-            verdicts = judge(book, expr, plats)
-        except QueryError as e:
-            out.append({"platform": "-", "where": where, "text": expr, "why": str(e)})
+            tokens = parse_where(site.where)
+            within = (site.platform,) if site.platform else site.within
+            verdicts = judge(book, site.expr, tokens, within)
+            pending = None if verdicts else book.pending(site.expr)
+        except (WhereError, QueryError, ManifestError) as e:
+            out.append({"platform": "-", "where": where, "text": site.expr, "why": str(e)})
             continue
-        if not verdicts:
-            refs = parse_refs(expr)[1]
-            if refs and all(book.expected_absent(r.exp, r.role) for r in refs):
-                continue  # pending: no captured platform could have produced its data yet
-            out.append({"platform": "-", "where": where, "text": expr, "why": "no captured platform has its data"})
+        if pending is not None and pending.severity == WARN:
+            out.append({"platform": "-", "where": where, "text": site.expr, "why": "no captured platform has its data"})
         for v in verdicts:
-            if v.holds is not True:
-                out.append({"platform": v.platform, "where": where, "text": expr, "why": v.why})
+            if v.severity == WARN:
+                out.append({"platform": v.platform, "where": where, "text": site.expr, "why": v.why or "false"})
     return out

@@ -57,26 +57,42 @@ def cmd_regenerate(args, layout: Layout) -> int:
 
 
 def cmd_status(args, layout: Layout) -> int:
-    from capture.status import as_json, collect, render
+    from capture.book import Book
+    from capture.claims import failing_claims
+    from capture.identity import of_machine
+    from capture.platform import machine_record
+    from capture.status import as_json, collect, problems, render
 
     manifest, store = _common(layout)
-    here = detect().key
-    platforms = sorted(set(store.platforms()) | {here})
-    entries = collect(layout, manifest, store, platforms)
-    claims = []
-    try:
-        from capture.claims import failing_claims
-
-        claims = failing_claims(layout, store)
-    except ImportError:
-        pass
+    here = detect()
+    book = Book(layout.root, _book_order(layout), of_machine(here, machine_record(here)))
+    platforms = book.platforms() + ([here.key] if here.key not in book.platforms() else [])
+    entries = collect(book, platforms)
+    claims = failing_claims(book)
     if args.json:
-        print(json.dumps({"this_platform": here, "entries": as_json(entries), "failing_claims": claims}, indent=1, ensure_ascii=False))
+        print(json.dumps({"this_platform": here.key, "entries": as_json(entries), "failing_claims": claims}, indent=1, ensure_ascii=False))
     else:
-        print(render(entries))
+        print(render(entries, book))
         for c in claims:
             print(f"claim fails on {c['platform']}: {c['where']}: {c['text']}  ({c['why']})")
+    if args.check:
+        bad = problems(entries, claims)
+        for p in bad:
+            print(f"check: {p}", file=sys.stderr)
+        return 1 if bad else 0
     return 0
+
+
+def _book_order(layout: Layout) -> list[str]:
+    """conf.py's book_platforms, read without importing Sphinx (a plain assignment of a list of strings)."""
+    import ast
+
+    conf = layout.root / "conf.py"
+    if conf.is_file():
+        for node in ast.parse(conf.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "book_platforms" for t in node.targets):
+                return list(ast.literal_eval(node.value))
+    return []
 
 
 def cmd_check(args, layout: Layout) -> int:
@@ -143,6 +159,8 @@ def main(argv: list[str] | None = None) -> int:
 
     s = sub.add_parser("status", help="fresh / stale / missing / failed per platform, experiment and role")
     s.add_argument("--json", action="store_true")
+    s.add_argument("--check", action="store_true",
+                   help="exit 1 on this machine's stale/missing fragments, failed, torn or corrupt ones, and failing claims")
     s.set_defaults(fn=cmd_status)
 
     c = sub.add_parser("check", help="re-run this machine's experiments and compare normalised output")

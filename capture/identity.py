@@ -139,6 +139,36 @@ def from_metadata(key: str, metas: list[dict]) -> Identity:
     )
 
 
+def of_machine(p, machine: dict | None = None, prebuilt: dict | None = None) -> Identity:
+    """This machine's identity: what was detected (capture.platform.Platform) and the role mapping.
+
+    `prebuilt`: build-info of binaries built elsewhere (route "bundle"); their GPU devices win.
+    """
+    from capture.roles import resolve
+
+    m = machine or {}
+    gpu_devices = (prebuilt or {}).get("gpu_devices") if prebuilt else None
+    roles = {"cpu": {fw: resolve(p, fw, "cpu").device for fw in ("torch", "burn", "candle")}}
+    if p.has_gpu:
+        roles["gpu"] = {fw: d for fw in ("torch", "burn", "candle") if (d := resolve(p, fw, "gpu", gpu_devices).device)}
+    return Identity(
+        key=p.key,
+        display_name=display_name(p.os, p.arch, p.gpu_name, m.get("cores")),
+        os=p.os,
+        arch=p.arch,
+        os_pretty=m.get("os_pretty", ""),
+        cpu=m.get("cpu", ""),
+        cores=m.get("cores"),
+        memory_gib=m.get("memory_gib"),
+        gpu=p.gpu_name,
+        gpu_vendor=p.gpu,
+        gpu_driver=p.gpu_driver,
+        roles=roles,
+        route="bundle" if prebuilt is not None else "regenerate",
+        bundle=bundle_recipe((prebuilt or {}).get("features", [])) if prebuilt is not None else {},
+    )
+
+
 def bundle_recipe(features: list[str]) -> dict:
     """How `python -m capture bundle` was asked to build the given features (for the re-run command)."""
     env, args = {}, []

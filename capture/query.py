@@ -147,6 +147,43 @@ class Evaluator:
             env[f"__r{i}"] = [Value(r["value"], r.get("unit", ""), (ref.key,)) for r in recs]
         return self._eval(tree.body, env, expr)
 
+    def explain(self, expr: str) -> list[str]:
+        """Both sides of every comparison in the expression with their values, e.g. for a failing claim:
+        ["median(a@gpu:x) = 0.0012 s  <  0.5 * median(b@gpu:y) = 0.0008 s"]."""
+        src, refs = parse_refs(expr)
+        tree = ast.parse(src, mode="eval")
+        env = {f"__r{i}": [Value(r["value"], r.get("unit", ""), (ref.key,)) for r in self.lookup(ref)] for i, ref in enumerate(refs)}
+        back = {f"__r{i}": ref.text for i, ref in enumerate(refs)}
+
+        def text(node) -> str:
+            out = ast.unparse(node)
+            for ph, ref in sorted(back.items(), key=lambda kv: -len(kv[0])):
+                out = out.replace(ph, ref)
+            return out
+
+        def val(node) -> str:
+            if isinstance(node, ast.Constant):
+                return ""
+            try:
+                v = self._eval(node, env, expr)
+            except QueryError as e:
+                return f"<{e}>"
+            v = v[0] if isinstance(v, list) and len(v) == 1 else v
+            if isinstance(v, Value):
+                return f"{v.v!r}" + (f" {v.unit}" if v.unit else "")
+            return repr(v)
+
+        symbols = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+        out = []
+        for node in ast.walk(tree.body):
+            if isinstance(node, ast.Compare):
+                left = node.left
+                for op, comp in zip(node.ops, node.comparators):
+                    sides = [text(n) + (f" = {v}" if (v := val(n)) else "") for n in (left, comp)]
+                    out.append(f"{sides[0]}  {symbols.get(type(op), '?')}  {sides[1]}")
+                    left = comp
+        return out
+
     def _eval(self, node, env, expr):
         E = lambda n: self._eval(n, env, expr)  # noqa: E731
         if isinstance(node, ast.Constant):

@@ -102,6 +102,7 @@ def regenerate(layout: Layout, manifest: Manifest, platform: Platform, store: St
 
     context = _Context(layout, platform, opts)
     with store.lock():
+        _write_identity(store, context)
         for job in todo:
             progress.start(job.key, job.device)
             try:
@@ -156,6 +157,17 @@ class _Context:
         if self._build_error:
             raise self._build_error
         return self._binaries
+
+
+def _write_identity(store: Store, ctx: "_Context") -> None:
+    """platform.json beside this platform's fragments: what pages and status know of this machine."""
+    from capture import identity
+
+    prebuilt = None
+    if ctx.opts.prebuilt:
+        b = buildmod.load_prebuilt(ctx.opts.prebuilt)
+        prebuilt = {"gpu_devices": b.gpu_devices, "features": b.features}
+    identity.write(store.root, identity.of_machine(ctx.platform, ctx.machine, prebuilt))
 
 
 def _command(job: Job, ctx: _Context, progress: Progress) -> tuple[list[str], dict]:

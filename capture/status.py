@@ -1,81 +1,85 @@
-"""Status: for every platform in the store, each experiment and role is fresh, stale, missing or failed."""
+"""Status: for every captured platform (and this machine), the state of each experiment and role.
+
+States come from Book.state, the same answer the pages render: fresh, stale (with what changed),
+missing, failed (a failure record for the current inputs), torn, corrupt, n/a (the machine cannot
+run it). Each problem names the command that fixes it, on the machine that must run it.
+"""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from capture import inputs as inputsmod
-from capture.manifest import Manifest
-from capture.paths import Layout
-from capture.store import Store
+from capture.book import Book
+from capture.keys import FragmentKey
+
+
+PROBLEMS = ("stale", "missing", "failed", "torn", "corrupt")
 
 
 @dataclass(frozen=True)
 class Entry:
     platform: str
     key: str
-    state: str  # fresh | stale | missing | failed | torn | n/a
+    state: str  # fresh | stale | missing | failed | torn | corrupt | n/a
     detail: str = ""
+    fix: str = ""
+    local: bool = False
+
+    @property
+    def blocks_check(self) -> bool:
+        """What `status --check` fails on: this machine's own problems (another machine's stale is not)."""
+        return self.state in ("failed", "torn", "corrupt") or (self.local and self.state in ("stale", "missing"))
 
 
-def platform_has_gpu(key: str) -> bool:
-    return not key.endswith("-cpu")
-
-
-def collect(layout: Layout, manifest: Manifest, store: Store, platforms: list[str]) -> list[Entry]:
-    hashes = {}
-    for exp in manifest.experiments:
-        for role in exp.roles:
-            hashes[exp.key(role)] = inputsmod.inputs_hash(exp, role, layout)
+def collect(book: Book, platforms: list[str]) -> list[Entry]:
     out = []
     for plat in platforms:
-        for exp in manifest.experiments:
+        for exp in book.manifest.experiments:
             for role in exp.roles:
-                key = exp.key(role)
-                frag = store.read(plat, key)
-                fail = store.read(plat, key, failed=True)
-                skip = store.skip_reason(plat, key)
-                if role == "gpu" and not platform_has_gpu(plat):
-                    out.append(Entry(plat, key, "n/a", "no GPU on this platform"))
-                elif frag is None and skip:
-                    out.append(Entry(plat, key, "skipped", skip))
-                elif fail is not None and (frag is None or fail.meta.get("inputs_hash") == hashes[key]):
-                    out.append(Entry(plat, key, "failed", fail.meta.get("failure", "")))
-                elif frag is None:
-                    out.append(Entry(plat, key, "missing"))
-                elif frag.torn:
-                    out.append(Entry(plat, key, "torn", "text and metadata disagree (interrupted write)"))
-                elif frag.inputs_hash != hashes[key]:
-                    changed = changed_files(frag.meta.get("inputs", {}), inputsmod.inputs(exp, role, layout))
-                    out.append(Entry(plat, key, "stale", "changed: " + ", ".join(changed)))
+                key = FragmentKey(exp.id, role)
+                st = book.state(plat, key)
+                fail = book.store.read(plat, str(key), failed=True)
+                if st.state == "not-applicable":
+                    out.append(Entry(plat, str(key), "n/a", st.detail, local=st.local))
+                elif fail is not None and not getattr(fail, "corrupt", None) and \
+                        (st.fragment is None or fail.meta.get("inputs_hash") == book.current(key)[0]):
+                    out.append(Entry(plat, str(key), "failed", fail.meta.get("failure", ""), st.fix, st.local))
+                elif st.state == "fresh":
+                    out.append(Entry(plat, str(key), "fresh", st.fragment.meta.get("started", ""), local=st.local))
                 else:
-                    out.append(Entry(plat, key, "fresh", frag.meta.get("started", "")))
+                    out.append(Entry(plat, str(key), st.state, st.detail, st.fix, st.local))
     return out
-
-
-def changed_files(old: dict, new: dict) -> list[str]:
-    """What differs between two inputs records, by name (files first)."""
-    of, nf = old.get("files", {}), new.get("files", {})
-    names = sorted(k for k in set(of) | set(nf) if of.get(k) != nf.get(k))
-    names += [k for k in sorted(set(old) | set(new)) if k != "files" and old.get(k) != new.get(k)]
-    return names or ["(hash scheme)"]
 
 
 def as_json(entries: list[Entry]) -> list[dict]:
     return [asdict(e) for e in entries]
 
 
-def render(entries: list[Entry]) -> str:
+def render(entries: list[Entry], book: Book | None = None) -> str:
     lines = []
     by_plat: dict[str, list[Entry]] = {}
     for e in entries:
         by_plat.setdefault(e.platform, []).append(e)
     for plat, es in by_plat.items():
-        counts = {}
+        counts: dict[str, int] = {}
         for e in es:
             counts[e.state] = counts.get(e.state, 0) + 1
-        lines.append(f"{plat}: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+        name = f" ({book.label(plat)})" if book else ""
+        here = ", this machine" if es and es[0].local else ""
+        lines.append(f"{plat}{name}{here}: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
         for e in es:
             if e.state != "n/a":
                 lines.append(f"  {e.state:<8} {e.key:<32} {e.detail}")
+        todo = sorted({e.key.split("@")[0] for e in es if e.state in PROBLEMS})
+        if todo and book is not None:
+            cmd = f"nox -s regenerate -- --only {' '.join(todo)}" if es[0].local else book.identity(plat).regenerate_command(todo)
+            lines.append(f"  to regenerate: {cmd}")
     return "\n".join(lines)
+
+
+def problems(entries: list[Entry], claims: list[dict]) -> list[str]:
+    """What `status --check` reports (and exits 1 on)."""
+    out = [f"{e.platform}: {e.key} is {e.state}: {e.detail}" for e in entries if e.blocks_check]
+    out += [f"claim fails on {c['platform']}: {c['where']}" for c in claims]
+    return out
+

@@ -14,6 +14,9 @@ from .freshness import merge, outdated, purge
 from .meta import MetaRole
 from .numbers import NumRole
 from .output import OutputDirective
+from .platforms import PlatformTableDirective
+from .scope import PerPlatformDirective
+from .verdicts import VerdictMatrixDirective
 from .provenance import copy_provenance
 from .snippet import SnippetDirective
 from .tables import RecordsTableDirective
@@ -29,12 +32,18 @@ def _add_static(app, config):
 def setup(app):
     app.add_config_value("book_platforms", [], "env")  # platform keys, in order of preference
     app.add_config_value("book_root", "", "env")  # repository root (default: the conf.py folder)
+    # this machine's platform key: its own stale/missing fragments fail a strict build
+    # ("" = detect it, "none" = no machine, e.g. a docs-only build that cannot regenerate anything)
+    app.add_config_value("book_local_platform", "", "env")
     app.add_config_value("book_code_rule_exempt", [], "env")
     app.add_directive("snippet", SnippetDirective)
     app.add_directive("output", OutputDirective)
     app.add_directive("records-table", RecordsTableDirective)
     app.add_directive("claim", ClaimDirective)
     app.add_directive("datachart", DataChartDirective)
+    app.add_directive("per-platform", PerPlatformDirective)
+    app.add_directive("verdict-matrix", VerdictMatrixDirective)
+    app.add_directive("platform-table", PlatformTableDirective)
     app.add_role("num", NumRole())
     app.add_role("meta", MetaRole())
     app.connect("config-inited", _add_static)

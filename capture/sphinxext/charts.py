@@ -1,14 +1,16 @@
 """{datachart}: a mermaid chart whose labels and branches are filled from records (a Jinja template).
 
     :::{datachart}
-    :platform: linux-x86_64-nvidia-h200     (default: the first platform where the template has its data)
+    :caption: 调用之后发生了什么
     flowchart TB
       a["调用 a.exp()"] --> b{% if holds("median(burn-ret@gpu:ret.returned) < 0.5 * median(burn-ret@gpu:ret.synced)") %}["立即返回"]{% else %}["算完才返回"]{% endif %}
       c["设备时间 {{ value("median(burn-chain8@gpu:chain8.device.median)") }}"]
     :::
 
-Template functions: value(expr, style=""), holds(expr) -> bool, platform (its label).
-The chart is a sphinxcontrib-mermaid node, rendered offline like any other mermaid chart.
+The chart is drawn once per captured platform that holds every fragment it reads (tabs, the
+book's platform order); `:platform: KEY` draws one. Template functions: value(expr, style=""),
+holds(expr) -> bool, platform (the machine's name). Each drawing is a sphinxcontrib-mermaid
+node, rendered offline like any other mermaid chart.
 """
 
 from __future__ import annotations
@@ -18,34 +20,47 @@ from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
 
-from capture.query import MissingData, QueryError, parse_refs
-from capture.sphinxext.common import book, fragment_href, logger, notice, page_platform, platform_label
+from capture.keys import FragmentKey, KeyError_, check_platform_key
+from capture.manifest import ManifestError
+from capture.query import QueryError, parse_refs
+from capture.sphinxext.common import book, depend, fragment_href, notice, platform_tabs, report_answer, warn
 from capture.sphinxext.numbers import render_value, split_style
+
+
+class _NoData(Exception):
+    def __init__(self, answer):
+        self.answer = answer
 
 
 class _Fill:
     def __init__(self, b, platform):
-        self.b, self.platform, self.refs = b, platform, set()
+        self.b, self.platform, self.answers = b, platform, []
+
+    def _ask(self, expr):
+        ans = self.b.answer(expr, self.platform)
+        self.answers.append(ans)
+        if ans.error:
+            raise QueryError(ans.error)
+        if not ans.ok:
+            raise _NoData(ans)
+        return ans.value
 
     def value(self, expr: str, style: str = "") -> str:
-        self.refs |= {r.key for r in parse_refs(expr)[1]}
         e, opts = split_style(expr + (" | " + style if style else ""))
-        return render_value(self.b.evaluate(e, self.platform), opts)
+        return render_value(self._ask(e), opts)
 
     def holds(self, expr: str) -> bool:
-        self.refs |= {r.key for r in parse_refs(expr)[1]}
-        v = self.b.evaluate(expr, self.platform)
-        val = getattr(v, "v", v)
+        val = getattr(v := self._ask(expr), "v", v)
         if not isinstance(val, bool):
             raise QueryError(f"holds({expr!r}) gives {val!r}, not true/false")
         return val
 
 
-def fill(b, template: str, platform: str) -> tuple[str, set[str]]:
+def fill(b, template: str, platform: str):
     f = _Fill(b, platform)
     env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
-    code = env.from_string(template).render(value=f.value, holds=f.holds, platform=platform_label(platform))
-    return code, f.refs
+    code = env.from_string(template).render(value=f.value, holds=f.holds, platform=b.label(platform))
+    return code, f.answers
 
 
 class DataChartDirective(SphinxDirective):
@@ -53,44 +68,63 @@ class DataChartDirective(SphinxDirective):
     option_spec = {"platform": directives.unchanged, "caption": directives.unchanged}
 
     def run(self):
-        from sphinxcontrib.mermaid import mermaid
-
         b = book(self.env)
-        where = (self.env.docname, self.lineno)
+        where = self.get_location()
         template = "\n".join(self.content)
-        wanted = page_platform(self.env, self.options)
-        candidates = [wanted] if wanted else b.captured_platforms()
-        errors = []
-        for plat in candidates:
+        try:
+            keys = sorted({FragmentKey(r.exp, r.role) for r in parse_refs(template)[1]})
+            for k in keys:
+                b.experiment(k)
+            only = check_platform_key(self.options["platform"], ":platform:") if self.options.get("platform") else None
+        except (KeyError_, ManifestError, QueryError) as e:
+            warn(f"datachart: {e}", where, "chart")
+            return []
+        depend(self.env, b, keys)
+        plats = [only] if only else [p for p in b.platforms() if all(b.fragment(p, k) is not None for k in keys)]
+        items = []
+        for plat in plats:
             try:
-                code, refs = fill(b, template, plat)
-            except MissingData as e:
-                errors.append(f"{plat}: {e}")
+                code, answers = fill(b, template, plat)
+            except _NoData as e:
+                report_answer(e.answer, where, "datachart")
                 continue
             except (QueryError, jinja2.TemplateError) as e:
-                logger.warning(f"datachart: {e}", location=where, type="capture", subtype="chart")
+                warn(f"datachart on {plat}: {e} — fix the template", where, "chart")
                 return []
-            for key in refs:
-                p = b.layout.fragments / plat / f"{key}.json"
-                if p.exists():
-                    self.env.note_dependency(str(p))
-            node = mermaid()
-            node["code"] = code
-            node["options"] = {}
-            node["inline"] = False
-            fig = nodes.container(classes=["book-datachart"])
-            fig += node
-            cap = nodes.paragraph(classes=["book-chart-caption"])
-            cap += nodes.Text((self.options.get("caption", "") + " · " if self.options.get("caption") else "")
-                              + f"图中的分支由 {platform_label(plat)} 上的测量决定，来自 ")
-            for i, key in enumerate(sorted(refs)):
-                if i:
-                    cap += nodes.Text("、")
-                cap += nodes.reference(key, key, refuri=fragment_href(self.env, plat, key, "json"))
-            fig += cap
-            return [fig]
-        refs = parse_refs(template)[1]
-        if refs and all(b.expected_absent(r.exp, r.role) for r in refs):
-            return [notice("na", "这张图依据的数据还没有在能运行它的平台上捕获。")]
-        logger.warning("datachart: no platform has the data: " + "; ".join(errors), location=where, type="capture", subtype="chart")
-        return []
+            for ans in answers:
+                report_answer(ans, where, "datachart")
+            items.append((plat, b.label(plat), [self._figure(b, plat, code, answers)]))
+        if not items:
+            pending = [st for k in keys if (st := b.absent_everywhere(k))]
+            if any(st.severity == "warn" for st in pending):
+                warn(f"datachart: no platform has the data; capture it with: {pending[0].fix}", where, "chart")
+            return [notice("na", "这张图依据的数据还没有在能运行它的机器上捕获。")]
+        if len(items) == 1:
+            return items[0][2]
+        return [platform_tabs(items, classes=["book-chart-tabs"])]
+
+    def _figure(self, b, plat, code, answers):
+        from sphinxcontrib.mermaid import mermaid
+
+        node = mermaid()
+        node["code"] = code
+        node["options"] = {}
+        node["inline"] = False
+        fig = nodes.container(classes=["book-datachart"])
+        fig["book_platform"] = plat
+        fig += node
+        cap = nodes.paragraph(classes=["book-chart-caption"])
+        if self.options.get("caption"):
+            cap += nodes.Text(self.options["caption"] + "。")
+        cap += nodes.Text(f"图中的分支和数字来自 {b.label(plat)} 上的测量：")
+        keys = sorted({st.key for a in answers for st in a.states})
+        for i, key in enumerate(keys):
+            if i:
+                cap += nodes.Text("、")
+            title = b.experiment(key).title or str(key)
+            cap += nodes.reference(title, title, refuri=fragment_href(self.env, plat, key))
+        stale = sorted({str(st.key) for a in answers for st in a.stale})
+        if stale:
+            cap += nodes.Text(f"（{'、'.join(stale)} 捕获之后代码改动过）")
+        fig += cap
+        return fig

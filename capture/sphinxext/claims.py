@@ -1,4 +1,9 @@
-"""{claim} expression: the sentence in the body is shown with a mark; the build checks the predicate."""
+"""{claim} expression: the sentence in the body, with a mark per platform saying whether the data bear it out.
+
+Options: :where: where the claim is expected to hold (see capture/claims.py; default all);
+:platform: KEY — check it there only, and read the body's figures from there.
+Inside a {per-platform} block it is checked on that block's platform only.
+"""
 
 from __future__ import annotations
 
@@ -6,50 +11,65 @@ from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
 
-from capture.claims import judge
-from capture.query import QueryError, parse_refs
-from capture.sphinxext.common import book, logger, notice, platform_label
+from capture.book import WARN
+from capture.claims import WhereError, judge, parse_where
+from capture.manifest import ManifestError
+from capture.query import QueryError
+from capture.sphinxext.common import SCOPE, book, depend, notice, scoped, warn
 
 
 class ClaimDirective(SphinxDirective):
     required_arguments = 1
     final_argument_whitespace = True
     has_content = True
-    option_spec = {"platforms": directives.unchanged}
+    option_spec = {"where": directives.unchanged, "platform": directives.unchanged}
 
     def run(self):
         b = book(self.env)
         expr = self.arguments[0]
-        where = (self.env.docname, self.lineno)
-        plats = [p.strip() for p in self.options["platforms"].split(",")] if self.options.get("platforms") else None
-        try:
-            verdicts = judge(b, expr, plats)
-        except QueryError as e:
-            verdicts, err = [], str(e)
-        else:
-            err = "no captured platform has the data it needs"
-        refs = parse_refs(expr)[1]
-        for v in verdicts:
-            for r in refs:
-                p = b.layout.fragments / v.platform / f"{r.key}.json"
-                if p.exists():
-                    self.env.note_dependency(str(p))
+        where = self.get_location()
+        only = self.options.get("platform") or ((self.env.temp_data.get(SCOPE) or [None])[-1])
         box = nodes.container(classes=["book-claim"])
-        self.state.nested_parse(self.content, self.content_offset, box)
-        bad = [v for v in verdicts if v.holds is not True]
-        if not verdicts and refs and all(b.expected_absent(r.exp, r.role) for r in refs):
-            box["classes"].append("book-claim-pending")
-            box += notice("na", "这句话依据的数据还没有在能运行它的平台上捕获，尚未核对。")
-            return [box]
-        if not verdicts or bad:
-            why = "; ".join(f"{v.platform}: {v.why}" for v in bad) or err
-            logger.warning(f"claim not supported by the data: {expr} ({why})", location=where, type="capture", subtype="claim")
+        with scoped(self.env, self.options.get("platform")):
+            self.state.nested_parse(self.content, self.content_offset, box)
+        try:
+            tokens = parse_where(self.options.get("where"))
+            verdicts = judge(b, expr, tokens, (only,) if only else None)
+            pending = None if verdicts else b.pending(expr)
+            depend(self.env, b, b.refs(expr))
+        except (WhereError, QueryError, ManifestError) as e:
+            warn(f"claim {expr}: {e} — fix the claim in the page", where, "claim")
             box["classes"].append("book-claim-failed")
-            box += notice("claim", f"这句话没有得到数据支持：{why}")
-        else:
-            box["classes"].append("book-claim-ok")
-            ok = "、".join(platform_label(v.platform) for v in verdicts)
-            mark = nodes.inline("", f"✓ 数据核对：{ok}", classes=["book-claim-mark"])
-            mark["title"] = expr
-            box += nodes.paragraph("", "", mark)
+            box += notice("claim", f"这条断言写错了：{e}")
+            return [box]
+        if not verdicts:
+            if pending is not None and pending.severity == WARN:
+                warn(f"claim {expr}: no captured platform has its data; capture it with: {pending.fix}", where, "claim")
+            box["classes"].append("book-claim-pending")
+            box += notice("na", "这句话依据的数据还没有在能运行它的机器上捕获，尚未核对。")
+            return [box]
+        marks = nodes.paragraph(classes=["book-claim-marks"])
+        failed = False
+        for v in verdicts:
+            label = b.label(v.platform)
+            devices = "、".join(sorted(set(d for d in v.devices if d)))
+            if v.severity == WARN:
+                failed = True
+                warn(f"claim not supported on {v.platform} ({devices}): {expr} — {v.why}", where, "claim")
+            if v.holds is None:
+                text, cls = f"？ {label}：未能核对", "book-claim-unknown"
+            elif v.expected:
+                text, cls = (f"✓ {label}", "book-claim-ok") if v.holds else (f"✗ {label}：数据不支持", "book-claim-bad")
+            else:
+                text = f"· {label}（{devices}）不在这句话说的范围内：这里{'也成立' if v.holds else '不成立'}"
+                cls = "book-claim-other"
+            if v.stale:
+                text += "（数据来自较早的代码）"
+            mark = nodes.inline("", text, classes=["book-claim-mark", cls])
+            mark["title"] = expr + (f" — {v.why}" if v.why else "")
+            if len(marks):
+                marks += nodes.Text("　")
+            marks += mark
+        box["classes"].append("book-claim-failed" if failed else "book-claim-checked")
+        box += marks
         return [box]

@@ -1,4 +1,9 @@
-"""Shared plumbing for the capture directives: the Book of this build, warnings, notices, provenance."""
+"""Shared plumbing for the fragment directives: the Book of this build, scope, warnings, notices, tabs.
+
+The decisions (which platform, fresh or stale, warning or note, which command fixes it) are
+made by capture.book / capture.claims; this module only turns their answers into nodes and
+log lines, the same way for every directive.
+"""
 
 from __future__ import annotations
 
@@ -7,14 +12,17 @@ from pathlib import Path
 from docutils import nodes
 from sphinx.util import logging
 
-from capture.book import Book, Lookup
+from capture.book import NOTE, WARN, Answer, Book, FragmentState
+from capture.keys import FragmentKey
 
 logger = logging.getLogger("capture")
 
-PLATFORM_NAMES = {  # how a platform key reads in a caption; unknown keys are shown as they are
-    "linux-x86_64-cpu": "Linux x86_64 纯 CPU",
-    "linux-x86_64-nvidia-h200": "Linux x86_64 + NVIDIA H200",
-    "macos-arm64-apple-m2-max": "macOS · Apple M2 Max",
+STATE_TEXT = {
+    "stale": "来自这段代码较早的版本",
+    "missing": "尚未捕获",
+    "torn": "文件不完整（写入时被打断）",
+    "corrupt": "文件已损坏",
+    "not-applicable": "这台机器不运行它",
 }
 
 
@@ -26,45 +34,98 @@ def book(env) -> Book:
     app = env.app
     if getattr(app, "_capture_book", None) is None:
         root = Path(app.config.book_root or app.confdir).resolve()
-        app._capture_book = Book(root, list(app.config.book_platforms))
+        app._capture_book = Book(root, list(app.config.book_platforms), _local(app))
     return app._capture_book
 
 
-def page_platform(env, options: dict) -> str | None:
-    """Platform named by the directive (:platform:), else by the page's front matter, else None (= first that has it)."""
-    if options.get("platform"):
-        return options["platform"]
-    meta = env.metadata.get(env.docname, {})
-    return meta.get("book_platform") or None
+def _local(app):
+    """This machine, whose own stale or missing fragments fail a strict build ("none": no machine)."""
+    from capture.identity import Identity, of_machine
+    from capture.platform import detect, machine_record
+
+    key = app.config.book_local_platform
+    if key == "none":
+        return None
+    here = detect()
+    if key and key != here.key:
+        return Identity(key=key, display_name=key)
+    return of_machine(here, machine_record(here))
 
 
-def depend_on_fragment(env, b: Book, lookup: Lookup) -> None:
-    """Re-read the page when the fragment or the sources it was made from change."""
-    exp = b.manifest.get(lookup.exp)
-    env.note_dependency(str(b.layout.manifest))
-    for f in _sources(b, exp):
-        env.note_dependency(str(f))
-    for plat in b.captured_platforms():
-        for suffix in (".json", ".txt"):
-            p = b.layout.fragments / plat / f"{exp.key(lookup.role)}{suffix}"
-            if p.exists():
-                env.note_dependency(str(p))
+# -- scope: which platform a figure in running text comes from ---------------------------------
+SCOPE = "book_scope"
 
 
-def _sources(b: Book, exp):
+def scope(env) -> str | None:
+    """The platform named by the enclosing block ({per-platform}, a claim's :platform:) or the page."""
+    stack = env.temp_data.get(SCOPE) or []
+    if stack:
+        return stack[-1]
+    return env.metadata.get(env.docname, {}).get("book_platform") or None
+
+
+class scoped:
+    """with scoped(env, platform): nested_parse(...) -- figures inside come from that platform."""
+
+    def __init__(self, env, platform: str | None):
+        self.env, self.platform = env, platform
+
+    def __enter__(self):
+        if self.platform:
+            self.env.temp_data.setdefault(SCOPE, []).append(self.platform)
+
+    def __exit__(self, *exc):
+        if self.platform:
+            self.env.temp_data[SCOPE].pop()
+
+
+# -- dependencies ----------------------------------------------------------------------------
+def depend(env, b: Book, keys, platforms=None) -> None:
+    """Re-read the page when these fragments (on any platform) or their sources change."""
     from capture.inputs import source_files
 
-    try:
-        return source_files(exp, b.layout)
-    except FileNotFoundError:
-        return []
+    env.note_dependency(str(b.layout.manifest))
+    for key in keys:
+        key = key if isinstance(key, FragmentKey) else FragmentKey.parse(key)
+        try:
+            for f in source_files(b.experiment(key), b.layout):
+                env.note_dependency(str(f))
+        except Exception:  # noqa: BLE001 - a missing source is reported by the directive itself
+            pass
+        for plat in platforms or b.platforms():
+            for suffix in (".json", ".txt"):
+                p = b.layout.fragments / plat / f"{key}{suffix}"
+                if p.exists():
+                    env.note_dependency(str(p))
+
+
+# -- warnings and notices -------------------------------------------------------------------
+def warn(msg: str, location, subtype: str) -> None:
+    logger.warning(msg, location=location, type="capture", subtype=subtype)
+
+
+def report_state(st: FragmentState, location, what: str) -> None:
+    """Log a fragment problem: a warning when this machine can fix it, an info line otherwise."""
+    if st.severity == WARN:
+        warn(f"{what}: fragment {st.key} on {st.platform} is {st.state} ({st.detail}); "
+             f"regenerate it with: {st.fix or 'nox -s regenerate'}", location, st.state)
+    elif st.severity == NOTE and st.state in ("stale", "torn", "corrupt"):
+        logger.info(f"{what}: fragment {st.key} on {st.platform} is {st.state} ({st.detail}); "
+                    f"it is re-made on that machine with: {st.fix}", location=location)
+
+
+def report_answer(ans: Answer, location, what: str) -> None:
+    if ans.error:
+        if ans.severity == WARN:
+            warn(f"{what}: {ans.error} — fix the expression in the page or the record name", location, "query")
+        return
+    for st in ans.states:
+        if not st.usable or st.state == "stale":
+            report_state(st, location, what)
 
 
 def notice(kind: str, text: str, command: str = "") -> nodes.Element:
-    """A visible notice on the page (stale, missing, not captured, claim failed).
-
-    The command goes in a literal so that it can be copied as it is (no smart dashes).
-    """
+    """A visible notice on the page; the command goes in a literal so it can be copied as it is."""
     box = nodes.container(classes=["book-notice", f"book-notice-{kind}"])
     para = nodes.paragraph(text=text)
     if command:
@@ -73,45 +134,66 @@ def notice(kind: str, text: str, command: str = "") -> nodes.Element:
     return box
 
 
-def warn_lookup(lookup: Lookup, location, b: Book | None = None) -> nodes.Element | None:
-    """Warn (an error under -W) for a stale/missing/torn fragment and return the page notice.
-
-    A fragment that no captured platform could have produced (a gpu role while only CPU
-    platforms are captured, a macOS-only experiment before a Mac run) is a notice, not a warning.
-    """
-    if lookup.state == "fresh":
+def state_notice(b: Book, st: FragmentState) -> nodes.Element | None:
+    """What a reader sees for a fragment that is not fresh (None when fresh)."""
+    if st.state == "fresh":
         return None
-    if lookup.state == "not-applicable":
-        return notice("na", f"本平台未测：{lookup.detail}。")
-    if lookup.state == "missing" and b is not None and b.expected_absent(lookup.exp, lookup.role):
-        return notice("na", f"本平台未测：{lookup.exp}@{lookup.role} 还没有在能运行它的平台上捕获。")
-    cmd = lookup.regen_command
-    where = f" on {lookup.platform}" if lookup.platform else ""
-    logger.warning(
-        f"fragment {lookup.exp}@{lookup.role}{where} is {lookup.state} ({lookup.detail}); regenerate it with: {cmd}",
-        location=location,
-        type="capture",
-        subtype=lookup.state,
-    )
-    label = {"stale": "此输出已过期（输入在捕获后改动过）", "missing": "此输出尚未捕获", "torn": "此输出的文件不完整"}[lookup.state]
-    return notice(lookup.state, f"{label}。重新生成：", cmd)
+    where = b.label(st.platform) if st.platform in b.platforms() else st.platform
+    if st.state == "stale":
+        return notice("stale", f"这段输出是在 {where} 上用这段代码较早的版本捕获的；之后改动了："
+                      f"{'、'.join(st.changed)}。在那台机器上重新生成：", st.fix)
+    if st.state == "not-applicable":
+        return notice("na", f"{where} 不运行这一项：{st.detail}。")
+    return notice(st.state, f"{where} 上的这段输出{STATE_TEXT.get(st.state, st.state)}。重新生成：", st.fix)
 
 
-def fragment_href(env, platform: str, key: str, ext: str = "txt") -> str:
-    """A link from the current page to the copied fragment file (see provenance.copy_fragments)."""
+def stale_mark(b: Book, states) -> nodes.Node | None:
+    """A small mark after a figure that comes from a stale fragment; its title says what changed."""
+    stale = [s for s in states if s.state == "stale"]
+    if not stale:
+        return None
+    title = "；".join(f"{s.key} 在 {b.label(s.platform)} 上捕获之后改动了 {'、'.join(s.changed)}" for s in stale)
+    mark = nodes.inline("", "（旧）", classes=["book-stale-mark"])
+    mark["title"] = title
+    return mark
+
+
+def fragment_href(env, platform: str, key, ext: str = "json") -> str:
+    """A link from the current page to the published fragment file (see provenance.py)."""
     depth = env.docname.count("/")
     return "../" * depth + f"_fragments/{platform}/{key}.{ext}"
 
 
-def platform_label(key: str) -> str:
-    return PLATFORM_NAMES.get(key, key)
+def value_node(env, b: Book, ans: Answer, text: str, rawtext: str = "") -> nodes.Node:
+    """A recorded figure: a link to its fragment, tagged with the platform it came from."""
+    st = ans.states[0]
+    title = f"{b.label(ans.platform)} · {ans.expr}"
+    ref = nodes.reference(rawtext, text, refuri=fragment_href(env, ans.platform, st.key), reftitle=title,
+                          classes=["book-num", f"book-plat-{ans.platform}"])
+    ref["book_platform"] = ans.platform
+    return ref
 
 
-def provenance(frag) -> str:
-    """One line that says where a figure came from: platform, device, versions, date, load."""
+# -- tabs, one per platform ------------------------------------------------------------------
+def platform_tabs(items: list[tuple[str, str, list[nodes.Node]]], classes=()) -> nodes.Node:
+    """A sphinx-design tab set, one tab per (platform, label, content), synchronised across the page."""
+    from sphinx_design.shared import create_component
+
+    tab_set = create_component("tab-set", classes=["sd-tab-set", "book-platform-tabs", *classes])
+    for plat, label, content in items:
+        rubric = nodes.rubric(label, "", nodes.Text(label), classes=["sd-tab-label"])
+        rubric["sync_group"] = "platform"
+        rubric["sync_id"] = plat
+        body = create_component("tab-content", children=content, classes=["sd-tab-content"])
+        tab_set += create_component("tab-item", children=[rubric, body], classes=["sd-tab-item"])
+    return tab_set
+
+
+def provenance(b: Book, frag, exp=None) -> str:
+    """One line saying where a figure came from: machine, device, versions, date, machine load."""
     m = frag.meta
     v = m.get("versions", {})
-    parts = [platform_label(frag.platform), f"设备 {m.get('device')}"]
+    parts = [b.label(frag.platform, m.get("role")), f"设备 {m.get('device')}"]
     if v.get("torch"):
         t = f"torch {v['torch']}"
         if v.get("torch_matches_pin") is False:
@@ -121,11 +203,22 @@ def provenance(frag) -> str:
     for k in ("burn", "candle-core"):
         if v.get(k) and k.startswith(fw or "-"):
             parts.append(f"{k.split('-')[0]} {v[k]}")
-    feats = (v.get("rust_build") or {}).get("features")
-    if feats:
-        parts.append("features " + ",".join(feats))
+    feats = (v.get("rust_build") or {}).get("features") or []
+    crate = getattr(exp, "crate", None)
+    own = [f.split("/", 1)[1] for f in feats if crate and f.startswith(crate + "/")]
+    if own:
+        parts.append("crate feature " + ",".join(own))
     parts.append(m.get("started", "")[:10])
-    lb, la = m.get("load_before"), m.get("load_after")
-    if lb and la:
-        parts.append(f"负载 {lb[0]:.1f}→{la[0]:.1f}")
+    parts.append(load_words(m.get("load_before"), m.get("load_after"), (m.get("machine") or {}).get("cores")))
     return " · ".join(p for p in parts if p)
+
+
+def load_words(before, after, cores) -> str:
+    """The machine's load during the run, in words: the 1-minute load average against its cores."""
+    if not before or not after:
+        return ""
+    peak = max(before[0], after[0])
+    busy = peak / cores if cores else None
+    word = "" if busy is None else "机器几乎空闲" if busy < 0.25 else "机器上还有别的工作" if busy < 0.75 else "机器很忙"
+    detail = f"1 分钟平均负载 {before[0]:.1f}→{after[0]:.1f}" + (f"，{cores} 核" if cores else "")
+    return f"测量时{word}（{detail}）" if word else f"测量时{detail}"

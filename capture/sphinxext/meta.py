@@ -3,7 +3,7 @@
     {meta}`torch-ret@gpu:versions.torch`   -> 2.11.0+cu130
     {meta}`burn-ret@gpu:machine.gpu`       -> NVIDIA H200
     {meta}`burn-ret@gpu:device`            -> cuda
-Shown from the page's platform, else the first in book_platforms that captured it.
+From the platform the text is about, exactly like {num} (see capture/sphinxext/numbers.py).
 """
 
 from __future__ import annotations
@@ -11,32 +11,40 @@ from __future__ import annotations
 from docutils import nodes
 from sphinx.util.docutils import SphinxRole
 
+from capture.keys import FragmentKey, KeyError_
 from capture.manifest import ManifestError
-from capture.sphinxext.common import book, fragment_href, logger, page_platform, platform_label
+from capture.sphinxext.common import book, depend, fragment_href, report_state, stale_mark, warn
+from capture.sphinxext.numbers import na, scoped_platform
 
 
 class MetaRole(SphinxRole):
     def run(self):
         b = book(self.env)
-        where = (self.env.docname, self.lineno)
-        key, _, path = self.text.partition(":")
-        exp_id, _, role = key.partition("@")
+        where = self.get_location()
+        keytext, _, path = self.text.partition(":")
         try:
-            lk = b.find(exp_id, role, page_platform(self.env, {}))
-        except ManifestError as e:
-            logger.warning(f"{{meta}} {self.text}: {e}", location=where)
-            return [nodes.inline(self.rawtext, "（？）")], []
-        if lk.fragment is None:
-            if lk.state != "not-applicable" and not b.expected_absent(exp_id, role):
-                logger.warning(f"{{meta}} {self.text}: {lk.state}; regenerate with: {lk.regen_command}", location=where)
-            return [nodes.inline(self.rawtext, "（未测）", classes=["book-na"])], []
-        value = lk.fragment.meta
+            key = FragmentKey.parse(keytext)
+            b.experiment(key)
+        except (KeyError_, ManifestError) as e:
+            warn(f"{{meta}} {self.text}: {e}", where, "meta")
+            return [na(self.rawtext, "（？）", str(e))], []
+        plat = scoped_platform("{meta}", self.env, b, where)
+        if plat is None:
+            return [na(self.rawtext, "（未指明平台）", self.text)], []
+        depend(self.env, b, [key], [plat])
+        st = b.state(plat, key)
+        report_state(st, where, f"{{meta}} {self.text}")
+        if not st.usable:
+            return [na(self.rawtext, "（此平台未测）", f"{b.label(plat)}: {st.detail}")], []
+        value = st.fragment.meta
         for part in path.split("."):
             value = value.get(part) if isinstance(value, dict) else None
         if value is None:
-            logger.warning(f"{{meta}} {self.text}: no field {path!r} in the metadata", location=where)
-            return [nodes.inline(self.rawtext, "（？）")], []
-        self.env.note_dependency(str(b.layout.fragments / lk.platform / f"{key}.json"))
+            warn(f"{{meta}} {self.text}: no field {path!r} in the metadata of {key} on {plat}", where, "meta")
+            return [na(self.rawtext, "（？）", path)], []
         text = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
-        return [nodes.reference(self.rawtext, text, refuri=fragment_href(self.env, lk.platform, key, "json"),
-                                classes=["book-num"], reftitle=platform_label(lk.platform))], []
+        ref = nodes.reference(self.rawtext, text, refuri=fragment_href(self.env, plat, key), classes=["book-num", f"book-plat-{plat}"],
+                              reftitle=b.label(plat))
+        ref["book_platform"] = plat
+        mark = stale_mark(b, [st])
+        return [ref] + ([mark] if mark is not None else []), []

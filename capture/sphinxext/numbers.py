@@ -1,9 +1,13 @@
-"""{num}`expression | style`: a recorded value in a sentence, formatted, with its provenance as a tooltip and link.
+"""{num}`expression | style`: a recorded value in a sentence, from the platform the text is about.
 
     {num}`median(burn-chain8@gpu:chain8.device.median)`            -> 0.41 ms
     {num}`range(torch-ret@gpu:ret.synced)`                          -> 0.82–1.36 ms
     {num}`median(a@gpu:x) / median(b@gpu:y) | ratio`                -> 2.1 倍
 Styles: ratio, percent, approx (prefix 约), digits=N.
+
+The platform is the one the enclosing block names ({per-platform}, a claim's :platform:) or the
+page's front matter `book_platform`. A figure never comes from another machine: where that
+platform lacks the record, the sentence says so (（此平台未测）).
 """
 
 from __future__ import annotations
@@ -12,8 +16,10 @@ from docutils import nodes
 from sphinx.util.docutils import SphinxRole
 
 from capture.fmt import fmt_value
-from capture.query import MissingData, QueryError, parse_refs
-from capture.sphinxext.common import book, fragment_href, logger, page_platform, platform_label, provenance
+from capture.sphinxext.common import book, depend, report_answer, scope, stale_mark, value_node, warn
+
+NO_SCOPE = ("{role} names no platform: put the sentence in a {{per-platform}} block, give its claim a "
+            ":platform:, or set book_platform in the page's front matter")
 
 
 def split_style(text: str) -> tuple[str, dict]:
@@ -35,49 +41,48 @@ def render_value(v, opts) -> str:
     return ("约 " + text) if opts.get("approx") else text
 
 
-def choose_platform(b, env, options, expr) -> tuple[str | None, list[str]]:
-    plat = page_platform(env, options)
-    have = b.platforms_with(expr)
-    if plat:
-        return (plat if plat in have else None), have
-    return (have[0] if have else None), have
+def scoped_platform(role, env, b, where):
+    """The platform a role in running text draws from, or None after warning why there is none."""
+    plat = scope(env)
+    if not plat:
+        warn(NO_SCOPE.format(role=role), where, "scope")
+        return None
+    if plat not in b.platforms() and plat != b.local:
+        warn(f"{role}: platform {plat!r} has no fragments (captured: {', '.join(b.platforms())})", where, "scope")
+        return None
+    return plat
+
+
+def na(rawtext: str, text: str, title: str) -> nodes.Node:
+    node = nodes.inline(rawtext, text, classes=["book-num", "book-na"])
+    node["title"] = title
+    return node
 
 
 class NumRole(SphinxRole):
     def run(self):
         b = book(self.env)
         expr, opts = split_style(self.text)
-        where = (self.env.docname, self.lineno)
-        refs = parse_refs(expr)[1]
-        wanted = page_platform(self.env, {})
-        candidates = [wanted] if wanted else b.platforms_with(expr) if refs else []
-        v = plat = None
-        errors = []
-        for p in candidates:  # the first platform whose records answer it
-            try:
-                v, plat = b.evaluate(expr, p), p
-                break
-            except MissingData as e:
-                errors.append(str(e))
-            except QueryError as e:
-                errors.append(str(e))
-                break
+        where = self.get_location()
+        plat = scoped_platform("{num}", self.env, b, where)
         if plat is None:
-            if not candidates and refs and all(b.expected_absent(r.exp, r.role) for r in refs):
-                return [nodes.inline(self.rawtext, "（未测）", classes=["book-num", "book-na"])], []
-            why = "; ".join(errors) or f"no captured platform has all the fragments of {expr!r}"
-            cmds = "; ".join(sorted({f"nox -s regenerate -- --only {r.exp} --device {r.role}" for r in refs}))
-            logger.warning(f"{{num}} {expr}: {why}; regenerate with: {cmds}", location=where, type="capture", subtype="num")
-            return [nodes.inline(self.rawtext, "（未测）", classes=["book-num", "book-num-missing"])], []
-        for r in parse_refs(expr)[1]:
-            for suffix in (".json",):
-                p = b.layout.fragments / plat / f"{r.key}{suffix}"
-                if p.exists():
-                    self.env.note_dependency(str(p))
-        text = render_value(v, opts)
-        srcs = getattr(v, "sources", ())
-        first = b.fragment(plat, srcs[0]) if srcs else None
-        title = f"{platform_label(plat)} · {expr}" + (f" · {provenance(first)}" if first else "")
-        ref = nodes.reference(self.rawtext, text, refuri=fragment_href(self.env, plat, srcs[0], "json") if srcs else "#",
-                              classes=["book-num"], reftitle=title)
-        return [ref], []
+            return [na(self.rawtext, "（未指明平台）", expr)], []
+        ans = b.answer(expr, plat)
+        report_answer(ans, where, f"{{num}} {expr}")
+        try:
+            depend(self.env, b, b.refs(expr), [plat])
+        except Exception:  # noqa: BLE001 - the answer already carries the error
+            pass
+        if ans.error:
+            return [na(self.rawtext, "（？）", ans.error)], []
+        if not ans.ok:
+            st = ans.blocking
+            return [na(self.rawtext, "（此平台未测）", f"{b.label(plat)}: {st.detail}")], []
+        try:
+            text = render_value(ans.value, opts)
+        except (TypeError, ValueError) as e:
+            warn(f"{{num}} {expr}: cannot format {ans.value!r}: {e}", where, "format")
+            return [na(self.rawtext, "（？）", str(e))], []
+        out = [value_node(self.env, b, ans, text, self.rawtext)]
+        mark = stale_mark(b, ans.states)
+        return out + ([mark] if mark is not None else []), []

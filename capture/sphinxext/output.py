@@ -1,8 +1,10 @@
-"""{output} experiment@role: a captured output, with line selection, elision and a provenance caption.
+"""{output} experiment@role: a captured output, one tab per platform that captured it.
 
-Options: :lines: "1-3, 8-" (gaps shown as "..."); :platform: a platform key (default: the
-page's, else the first in book_platforms that has it); :platforms: all -> one tab per
-captured platform.
+Options: :lines: "1-3, 8-" (gaps shown as "..."); :platform: KEY shows that platform only;
+:caption: text put before the provenance. Tabs follow the book's platform order and are
+synchronised across the page (choosing a machine in one block chooses it everywhere); the CPU
+role of each machine is its own tab, named by that machine. A platform whose fragment is stale
+is still shown, with a note that names what changed and the command to run on that machine.
 """
 
 from __future__ import annotations
@@ -11,88 +13,78 @@ from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
 
+from capture.keys import FragmentKey, KeyError_, check_platform_key
 from capture.manifest import ManifestError
 from capture.regions import RegionError, select_lines
 from capture.sphinxext.common import (
     book,
-    depend_on_fragment,
+    depend,
     fragment_href,
-    logger,
     notice,
-    page_platform,
-    platform_label,
+    platform_tabs,
     provenance,
-    warn_lookup,
+    report_state,
+    state_notice,
+    warn,
 )
 
 
 class OutputDirective(SphinxDirective):
     required_arguments = 1
-    option_spec = {
-        "lines": directives.unchanged,
-        "platform": directives.unchanged,
-        "platforms": directives.unchanged,
-        "caption": directives.unchanged,
-    }
+    option_spec = {"lines": directives.unchanged, "platform": directives.unchanged, "caption": directives.unchanged}
 
     def run(self):
         b = book(self.env)
-        where = (self.env.docname, self.lineno)
-        exp_id, _, role = self.arguments[0].partition("@")
-        if role not in ("cpu", "gpu"):
-            return self._fail(f"output {self.arguments[0]}: write experiment@cpu or experiment@gpu", where)
+        where = self.get_location()
         try:
-            if self.options.get("platforms") == "all":
-                plats = [p for p in b.captured_platforms() if b.fragment(p, f"{exp_id}@{role}")]
-                lookups = [b.find(exp_id, role, p) for p in plats] or [b.find(exp_id, role)]
-            else:
-                lookups = [b.find(exp_id, role, page_platform(self.env, self.options))]
-        except ManifestError as e:
+            key = FragmentKey.parse(self.arguments[0])
+            b.experiment(key)
+            only = self.options.get("platform")
+            plats = [check_platform_key(only, ":platform:")] if only else b.holders(key)
+        except (KeyError_, ManifestError) as e:
             return self._fail(f"output {self.arguments[0]}: {e}", where)
-        depend_on_fragment(self.env, b, lookups[0])
-        blocks = []
-        for lk in lookups:
-            block = [n for n in [warn_lookup(lk, where, b)] if n is not None]
-            if lk.fragment is not None:
-                block.append(self._block(lk))
-            blocks.append((lk.platform or "—", block))
-        if len(blocks) == 1:
-            return blocks[0][1]
-        return [self._tabs(blocks)]
+        depend(self.env, b, [key])
+        if not plats:
+            st = b.absent_everywhere(key)
+            report_state(st, where, f"output {key}")
+            return [notice("missing" if st.severity == "warn" else "na",
+                           f"{key} 还没有在能运行它的机器上捕获。" if st.severity != "warn" else f"{key} 尚未捕获。重新生成：",
+                           st.fix if st.severity == "warn" else "")]
+        items = []
+        for plat in plats:
+            st = b.state(plat, key)
+            report_state(st, where, f"output {key}")
+            content = [n for n in [state_notice(b, st)] if n is not None]
+            if st.fragment is not None and st.state in ("fresh", "stale"):
+                content.append(self._block(b, st))
+            items.append((plat, b.label(plat, key.role), content))
+        if len(items) == 1:
+            return items[0][2]
+        return [platform_tabs(items, classes=["book-output-tabs"])]
 
-    def _block(self, lk):
-        text = lk.fragment.text.rstrip("\n")
+    def _block(self, b, st):
+        frag, key = st.fragment, st.key
+        text = frag.text.rstrip("\n")
         try:
             text = select_lines(text, self.options.get("lines"))
         except RegionError as e:
-            logger.warning(f"output {self.arguments[0]}: {e}", location=(self.env.docname, self.lineno))
+            warn(f"output {key}: {e}", self.get_location(), "lines")
         literal = nodes.literal_block(text, text, language="text", classes=["book-output"])
-        literal["book_source"] = f"fragment:{lk.platform}/{lk.exp}@{lk.role}"
+        literal["book_source"] = f"fragment:{st.platform}/{key}"
         self.set_source_info(literal)
         wrapper = nodes.container("", literal_block=True, classes=["literal-block-wrapper", "book-output-wrapper"])
+        wrapper["book_platform"] = st.platform
         cap = nodes.caption("", "")
         if self.options.get("caption"):
             cap += nodes.Text(self.options["caption"] + " · ")
-        cap += nodes.Text(f"输出 {lk.exp}@{lk.role} · " + provenance(lk.fragment) + " · ")
-        cap += nodes.reference("原始输出", "原始输出", refuri=fragment_href(self.env, lk.platform, f"{lk.exp}@{lk.role}"))
+        cap += nodes.Text(f"{b.experiment(key).title or key} · " + provenance(b, frag, b.experiment(key)) + " · ")
+        cap += nodes.reference("原始输出", "原始输出", refuri=fragment_href(self.env, st.platform, key, "txt"))
         cap += nodes.Text(" / ")
-        cap += nodes.reference("元数据", "元数据", refuri=fragment_href(self.env, lk.platform, f"{lk.exp}@{lk.role}", "json"))
+        cap += nodes.reference("元数据", "元数据", refuri=fragment_href(self.env, st.platform, key, "json"))
         wrapper += cap
         wrapper += literal
         return wrapper
 
-    def _tabs(self, blocks):
-        from sphinx_design.shared import create_component
-
-        tab_set = create_component("tab-set", classes=["sd-tab-set", "book-platform-tabs"])
-        for plat, content in blocks:
-            label = nodes.rubric(plat, "", nodes.Text(platform_label(plat)), classes=["sd-tab-label"])
-            label["sync_group"] = "platform"
-            label["sync_id"] = plat
-            body = create_component("tab-content", children=content, classes=["sd-tab-content"])
-            tab_set += create_component("tab-item", children=[label, body], classes=["sd-tab-item"])
-        return tab_set
-
     def _fail(self, msg, where):
-        logger.warning(msg, location=where, type="capture", subtype="output")
+        warn(msg, where, "output")
         return [notice("error", msg)]

@@ -1,0 +1,53 @@
+"""{per-platform} FILTER: prose about one kind of machine, shown once for each captured platform it fits.
+
+    ::::{per-platform} cuda
+    在这台机器上，……{num}`median(torch-ret@gpu:ret.synced)` ……
+    ::::
+
+FILTER uses the words of a claim's :where: (all, gpu, cpu, cuda, vulkan, metal, mps, nvidia,
+apple, linux, macos, or platform keys); a platform fits when any of its devices does. The body
+is rendered once per fitting platform (tabs, the book's platform order, synchronised with the
+page's other platform tabs), and every {num}, {meta} and claim inside reads that platform only.
+With no fitting platform nothing is shown: a paragraph about the Mac appears with the Mac's data.
+"""
+
+from __future__ import annotations
+
+from docutils import nodes
+from sphinx.util.docutils import SphinxDirective
+
+from capture.claims import WhereError, parse_where, platform_matches
+from capture.sphinxext.common import book, platform_tabs, scoped, warn
+
+
+class PerPlatformDirective(SphinxDirective):
+    required_arguments = 1
+    final_argument_whitespace = True
+    has_content = True
+    option_spec = {}
+
+    def run(self):
+        b = book(self.env)
+        try:
+            tokens = parse_where(self.arguments[0])
+        except WhereError as e:
+            warn(f"per-platform: {e}", self.get_location(), "scope")
+            return []
+        plats = [p for p in b.platforms() if platform_matches(tokens, b.identity(p))]
+        items = []
+        for plat in plats:
+            box = nodes.container(classes=["book-per-platform"])
+            box["book_platform"] = plat
+            with scoped(self.env, plat):
+                self.state.nested_parse(self.content, self.content_offset, box)
+            items.append((plat, b.label(plat), [box]))
+        if not items:
+            return []
+        if len(items) == 1:
+            plat, label, content = items[0]
+            head = nodes.paragraph("", "", nodes.strong("", f"在 {label} 上"), classes=["book-per-platform-head"])
+            box = nodes.container(classes=["book-platform-note"])
+            box += head
+            box += content
+            return [box]
+        return [platform_tabs(items, classes=["book-per-platform-tabs"])]

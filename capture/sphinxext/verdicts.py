@@ -1,0 +1,82 @@
+"""{verdict-matrix}: yes/no questions answered from records, one column per machine and device role.
+
+    :::{verdict-matrix} 调用之后发生了什么
+    :rows: 调用返回时已经算完（PyTorch） = not torch-ret@{role}:ret.returns_before_done; 没人读的结果照样执行（burn） = all(burn-drop@{role}:drop.dropped_executes)
+    :roles: cpu, gpu
+    :::
+
+{role} in a row becomes each column's role. Each cell is 是 / 否 computed on that platform, with the
+devices that ran and a link to the records; 未测 where the machine did not run it. This is where
+a reader sees that machines differ (CUDA against MPS, Vulkan against Metal).
+"""
+
+from __future__ import annotations
+
+from docutils import nodes
+from docutils.parsers.rst import directives
+from sphinx.util.docutils import SphinxDirective
+
+from capture.keys import ROLES
+from capture.sphinxext.common import book, depend, report_answer, stale_mark, value_node, warn
+from capture.sphinxext.tables import parse_pairs, table_node
+
+
+class VerdictMatrixDirective(SphinxDirective):
+    optional_arguments = 1
+    final_argument_whitespace = True
+    option_spec = {"rows": directives.unchanged_required, "roles": directives.unchanged}
+
+    def run(self):
+        b = book(self.env)
+        where = self.get_location()
+        try:
+            rows = parse_pairs(self.options["rows"], ":rows:")
+            roles = [r.strip() for r in self.options.get("roles", "cpu, gpu").split(",") if r.strip()]
+            bad = [r for r in roles if r not in ROLES]
+            if bad:
+                raise ValueError(f":roles: {bad} (use cpu, gpu)")
+        except (KeyError, ValueError) as e:
+            warn(f"verdict-matrix: {e}", where, "verdicts")
+            return []
+        columns = [(p, r) for p in b.platforms() for r in roles if r == "cpu" or b.identity(p).has_gpu]
+        header = ["问题", *[b.label(p, r) for p, r in columns]]
+        body = []
+        for label, template in rows:
+            cells = [nodes.Text(label)]
+            for plat, role in columns:
+                cells.append(self._cell(b, template.replace("{role}", role), plat, where))
+            body.append(cells)
+        for _, template in rows:
+            for role in roles:
+                try:
+                    depend(self.env, b, b.refs(template.replace("{role}", role)))
+                except Exception:  # noqa: BLE001 - reported by the cell
+                    pass
+        title = self.arguments[0] if self.arguments else None
+        table = table_node(title, header, body, ("book-records-table", "book-verdict-matrix"))
+        return [table]
+
+    def _cell(self, b, expr, plat, where):
+        ans = b.answer(expr, plat)
+        if ans.error:
+            report_answer(ans, where, f"verdict-matrix {expr}")
+            return nodes.inline("", "？", classes=["book-na"])
+        if not ans.ok:
+            st = ans.blocking
+            node = nodes.inline("", "未测" if st.state in ("not-applicable", "missing") else "—", classes=["book-na"])
+            node["title"] = st.detail
+            return node
+        val = getattr(ans.value, "v", ans.value)
+        if not isinstance(val, bool):
+            warn(f"verdict-matrix: {expr} gives {val!r} on {plat}, not yes/no", where, "verdicts")
+            return nodes.inline("", "？", classes=["book-na"])
+        out = nodes.inline(classes=["book-verdict", "book-verdict-yes" if val else "book-verdict-no"])
+        out += value_node(self.env, b, ans, "是" if val else "否")
+        devices = sorted({st.fragment.meta.get("device") for st in ans.states if st.fragment is not None} - {None})
+        if devices:
+            out += nodes.inline("", f"（{'、'.join(devices)}）", classes=["book-verdict-device"])
+        mark = stale_mark(b, ans.states)
+        if mark is not None:
+            out += mark
+        return out
+
