@@ -141,6 +141,10 @@ rust_doc_formats = {"bookrec": "markdown"}
 rust_viewcode = True
 
 # -- Captured fragments (capture.sphinxext) ------------------------------------------------
-# Platforms whose fragments pages show, in order of preference: an output comes from the
-# first one that captured it; claims are checked on every one that has their data.
-book_platforms = ["linux-x86_64-nvidia-h200", "linux-x86_64-cpu", "macos-arm64-apple-m2-max"]
+# Every figure is shown for each machine that captured it. Order of the tabs and table rows:
+# the keys listed here first, in this order; then every other captured platform, Macs (Apple
+# silicon) first, then other GPU machines, then CPU-only boxes. Empty: that rule alone.
+book_platforms: list[str] = []
+# This machine's platform: its own stale or missing fragments fail the strict build, other
+# machines' stale fragments are shown with a note. "" detects it; "none" for a docs-only build.
+book_local_platform = os.environ.get("BOOK_LOCAL_PLATFORM", "")

@@ -27,7 +27,7 @@ from capture import inputs as inputsmod
 from capture import manifest as manifestmod
 from capture.keys import FragmentKey, KeyError_, check_platform_key
 from capture.paths import Layout
-from capture.query import Evaluator, MissingData, QueryError, parse_refs
+from capture.query import Evaluator, MissingData, QueryError, check_syntax, parse_refs
 from capture.records import matches
 from capture.store import Fragment, Store
 
@@ -64,6 +64,7 @@ class Answer:
     states: tuple[FragmentState, ...] = ()
     error: str = ""  # the expression or a record it names is wrong (fix the page or the data)
     severity: str = OK
+    no_record: bool = False  # the error is a record the fragment does not have (not measured there)
 
     @property
     def ok(self) -> bool:
@@ -102,9 +103,16 @@ class Book:
 
     # -- platforms --------------------------------------------------------------------------
     def platforms(self) -> list[str]:
-        """Captured platforms, in the book's order (conf.py book_platforms), then the rest by name."""
+        """Captured platforms in the book's order: those conf.py's book_platforms names, in that order;
+        then the rest with the author's kind of machine first (Apple silicon, then other GPU machines,
+        then CPU-only boxes), each group by key."""
         stored = set(self.store.platforms())
-        return [p for p in self.order if p in stored] + sorted(stored - set(self.order))
+        rest = sorted(stored - set(self.order), key=lambda p: (self._rank(p), p))
+        return [p for p in self.order if p in stored] + rest
+
+    def _rank(self, platform: str) -> int:
+        ident = self.identity(platform)
+        return 0 if ident.gpu_vendor == "apple" else 1 if ident.has_gpu else 2
 
     def identity(self, platform: str) -> identitymod.Identity:
         """The platform's stored identity; this machine's own until it has one; else rebuilt from metadata."""
@@ -221,6 +229,7 @@ class Book:
 
     def refs(self, expr: str) -> list[FragmentKey]:
         """The fragments an expression reads (a page mistake raises QueryError / ManifestError)."""
+        check_syntax(expr)
         _, refs = parse_refs(expr)
         keys = []
         for r in refs:
@@ -247,7 +256,7 @@ class Book:
             # the fragment is there but lacks the record: the page and the data disagree, unless the
             # fragment is stale (its program changed since) and this machine cannot re-run it
             excusable = any(s.state == "stale" and not s.local for s in states)
-            return Answer(platform, expr, None, states, str(e), NOTE if excusable else WARN)
+            return Answer(platform, expr, None, states, str(e), NOTE if excusable else WARN, no_record=True)
         except QueryError as e:
             return Answer(platform, expr, None, states, str(e), WARN)
         return Answer(platform, expr, value, states, severity=sev)

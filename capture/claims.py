@@ -77,8 +77,18 @@ class Verdict:
         return bool(self.answer.stale)
 
 
+def check_known(tokens: tuple[str, ...], book: Book) -> None:
+    """A platform key in a scope must name a captured platform (or this machine): a typo is an error."""
+    known = set(book.platforms()) | ({book.local} if book.local else set())
+    for t in tokens:
+        if t not in WORDS and t not in known:
+            raise WhereError(f"{t!r} is not a place a claim can be scoped to: use {', '.join(WORDS)} "
+                             f"or a captured platform ({', '.join(sorted(known)) or 'none yet'})")
+
+
 def judge(book: Book, expr: str, where: tuple[str, ...] = ("all",), within: tuple[str, ...] | None = None) -> list[Verdict]:
     """Evaluate a claim on each platform that holds its fragments (restricted to `within` platform filters)."""
+    check_known(where, book)
     out = []
     for p in book.platforms_with(expr):
         ident = book.identity(p)

@@ -79,6 +79,15 @@ def parse_refs(expr: str) -> tuple[str, list[Ref]]:
     return REF.sub(sub, expr), refs
 
 
+def check_syntax(expr: str) -> None:
+    """Raise QueryError for an expression that does not parse (a page mistake, not missing data)."""
+    src, _ = parse_refs(expr)
+    try:
+        ast.parse(src, mode="eval")
+    except SyntaxError as e:
+        raise QueryError(f"cannot parse {expr!r}: {e.msg}") from None
+
+
 def _values(v):
     if isinstance(v, list):
         return v
@@ -169,9 +178,9 @@ class Evaluator:
             except QueryError as e:
                 return f"<{e}>"
             v = v[0] if isinstance(v, list) and len(v) == 1 else v
-            if isinstance(v, Value):
-                return f"{v.v!r}" + (f" {v.unit}" if v.unit else "")
-            return repr(v)
+            x = v.v if isinstance(v, Value) else v
+            shown = f"{x:.4g}" if isinstance(x, float) else repr(x)
+            return shown + (f" {v.unit}" if isinstance(v, Value) and v.unit else "")
 
         symbols = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
         out = []

@@ -61,7 +61,28 @@ def scope(env) -> str | None:
     stack = env.temp_data.get(SCOPE) or []
     if stack:
         return stack[-1]
-    return env.metadata.get(env.docname, {}).get("book_platform") or None
+    return page_platform(env)
+
+
+def page_platform(env) -> str | None:
+    """`book_platform:` in the page's front matter (read from the source: env.metadata is filled
+    only after the page has been parsed, too late for the roles in it)."""
+    cache = env.temp_data.setdefault("book_page_platform", {})
+    if env.docname not in cache:
+        value = None
+        try:
+            lines = Path(env.doc2path(env.docname)).read_text(encoding="utf-8").splitlines()
+        except OSError:
+            lines = []
+        if lines and lines[0].strip() == "---":
+            for line in lines[1:]:
+                if line.strip() == "---":
+                    break
+                key, _, val = line.partition(":")
+                if key.strip() == "book_platform":
+                    value = val.strip().strip("'\"") or None
+        cache[env.docname] = value
+    return cache[env.docname]
 
 
 class scoped:

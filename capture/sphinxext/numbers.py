@@ -73,8 +73,10 @@ class NumRole(SphinxRole):
             depend(self.env, b, b.refs(expr), [plat])
         except Exception:  # noqa: BLE001 - the answer already carries the error
             pass
-        if ans.error:
+        if ans.error and not ans.no_record:
             return [na(self.rawtext, "（？）", ans.error)], []
+        if ans.no_record:
+            return [na(self.rawtext, "（此平台未测）", f"{b.label(plat)}: {ans.error}")], []
         if not ans.ok:
             st = ans.blocking
             return [na(self.rawtext, "（此平台未测）", f"{b.label(plat)}: {st.detail}")], []

@@ -16,7 +16,7 @@ from __future__ import annotations
 from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
-from capture.claims import WhereError, parse_where, platform_matches
+from capture.claims import WhereError, check_known, parse_where, platform_matches
 from capture.sphinxext.common import book, platform_tabs, scoped, warn
 
 
@@ -30,6 +30,7 @@ class PerPlatformDirective(SphinxDirective):
         b = book(self.env)
         try:
             tokens = parse_where(self.arguments[0])
+            check_known(tokens, b)
         except WhereError as e:
             warn(f"per-platform: {e}", self.get_location(), "scope")
             return []

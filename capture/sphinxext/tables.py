@@ -86,7 +86,7 @@ class RecordsTableDirective(SphinxDirective):
     def _cell(self, b, expr, opts, plat, where):
         ans = b.answer(expr, plat)
         report_answer(ans, where, f"records-table {expr}")
-        if ans.error:
+        if ans.error and not ans.no_record:
             return nodes.inline("", "？", classes=["book-na"])
         if not ans.ok:
             return nodes.inline("", NOT_CAPTURED, classes=["book-na"])

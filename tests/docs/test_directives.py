@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.docs.dom import parse
 from tests.engine.book import make_book, run, write
 
 REPO = Path(__file__).resolve().parents[2]
@@ -39,7 +40,8 @@ sys.path.insert(0, {str(REPO)!r})
 extensions = ["myst_parser", "sphinx_design", "sphinxcontrib.mermaid", "capture.sphinxext"]
 myst_enable_extensions = ["colon_fence"]
 book_root = {{root!r}}
-book_platforms = ["linux-x86_64-cpu"]
+book_platforms = []
+book_local_platform = "linux-x86_64-cpu"
 book_volumes = {{{{}}}}
 nitpicky = True
 '''
@@ -60,8 +62,10 @@ PAGE = '''\
 (sec-numbers)=
 ## 数字
 
+::::{per-platform} all
 返回约 {num}`median(measure@cpu:t.returned)`，同步后 {num}`range(measure@cpu:t.synced)`，
 相差 {num}`median(measure@cpu:t.synced) / median(measure@cpu:t.returned) | ratio`。
+::::
 
 :::{claim} median(measure@cpu:t.synced) > 100 * median(measure@cpu:t.returned)
 同步后的时间远大于返回的时间。
@@ -76,6 +80,15 @@ PAGE = '''\
 flowchart LR
   a["调用"] --> b{% if holds("first(measure@cpu:returns_early)") %}["立即返回 {{ value("median(measure@cpu:t.returned)") }}"]{% else %}["算完才返回"]{% endif %}
 ```
+
+:::{verdict-matrix} 结论
+:rows: 立即返回 = first(measure@{role}:returns_early)
+:roles: cpu
+:::
+
+:::{platform-table}
+:experiments: measure
+:::
 '''
 
 
@@ -105,46 +118,86 @@ def site(book, tmp_path):
     return book
 
 
+def page(out: Path):
+    return parse((out / "index.html").read_text())
+
+
+def cell(table, header: str, row: int):
+    """The text of the cell under `header` in body row `row` of a records table."""
+    heads = [th.text().strip() for th in table.find_all("th")]
+    rows = [tr for tr in table.find_all("tr") if tr.find_all("td")]
+    return rows[row].find_all("td")[heads.index(header)].text().strip()
+
+
 def test_every_directive_builds_strictly(site, tmp_path):
     code, err, out = build(site.root, tmp_path)
     assert code == 0, err
-    raw = (out / "index.html").read_text()
-    html = text_of(raw)
+    doc = page(out)
+    html = text_of((out / "index.html").read_text())
     assert "dev, scale = sys.argv[1]" in html  # snippet region
     assert "ANCHOR" not in html
-    assert "cpu run 0: returned after" in html and "cpu run 1:" not in html and "..." in html  # :lines: + elision
-    assert "Linux x86_64 纯 CPU" in html and "设备 cpu" in html  # provenance caption
-    assert "4 µs" in html  # median of 2, 4, 6 µs
-    assert "2–6 ms" in html  # range
-    assert "1000 倍" in html
-    assert "✓ 数据核对" in html
-    assert "本平台未测" in html  # the gpu row on a CPU-only book
+    outputs = doc.find_all("div", "book-output-wrapper")
+    assert len(outputs) == 1
+    lines = outputs[0].find_all("pre")[0].text().splitlines()
+    assert lines == ["cpu run 0: returned after 2.000µs", "...", "cpu run 2: returned after 2.000µs"]  # :lines: + elision
+    caption = outputs[0].find_all(cls="caption-text")[0].text()
+    assert "Linux x86_64 纯 CPU" in caption and "设备 cpu" in caption  # provenance caption names machine and device
+    # each {num} sits in its sentence, tagged with the platform it came from
+    para = next(p for p in doc.find_all("p") if "返回约" in p.text())
+    nums = para.find_all(cls="book-num")
+    assert [n.text() for n in nums] == ["4 µs", "2–6 ms", "1000 倍"]
+    assert all("book-plat-linux-x86_64-cpu" in n.classes for n in nums)
+    assert "✓ Linux x86_64 纯 CPU" in doc.find_all(cls="book-claim-marks")[0].text()
+    table = doc.find_all("table", "book-records-table")[0]
+    assert cell(table, "返回", 0) == "4 µs" and cell(table, "比", 0) == "1000 倍"
+    assert cell(table, "机器", 0).startswith("Linux x86_64 纯 CPU")
+    assert cell(table, "返回", 1) == "本平台未测"  # the gpu row on a CPU-only book
     assert "立即返回 4 µs" in html  # chart branch and label from records
+    matrix = doc.find_all("table", "book-verdict-matrix")[0]
+    assert cell(matrix, "Linux x86_64 纯 CPU（" + str(__import__("os").cpu_count()) + " 核）", 0).startswith("是") or \
+        cell(matrix, [th.text().strip() for th in matrix.find_all("th")][1], 0).startswith("是")
+    assert doc.find_all("table", "book-platform-table")
     assert (out / "_fragments/linux-x86_64-cpu/measure@cpu.json").is_file()
+    assert (out / "_fragments/linux-x86_64-cpu/platform.json").is_file()
     assert (out / "_code/snippets/measure.py.txt").is_file()
 
 
+def test_num_outside_any_platform_is_an_error_not_a_guess(site, tmp_path):
+    (site.root / "docs/index.md").write_text("# 页\n\n返回约 {num}`median(measure@cpu:t.returned)`。\n")
+    code, err, out = build(site.root, tmp_path)
+    assert code != 0 and "index.md:3" in err and "{num} names no platform" in err
+    assert "（未指明平台）" in (out / "index.html").read_text()
+
+
+def test_num_reads_only_its_platform_and_says_when_not_measured(site, tmp_path):
+    (site.root / "docs/index.md").write_text(
+        "---\nbook_platform: linux-x86_64-cpu\n---\n# 页\n\n设备上 {num}`median(hello@gpu:hello.elapsed)`。\n")
+    code, err, out = build(site.root, tmp_path)
+    assert code == 0, err  # a gpu role on a CPU-only machine: a notice, not an error
+    assert "（此平台未测）" in (out / "index.html").read_text()
+
+
 def test_table_cell_without_record_says_not_captured(site, tmp_path):
-    page = site.root / "docs/index.md"
-    page.write_text(page.read_text().replace("你好 = hello@gpu", "你好 = hello@cpu"))
+    page_md = site.root / "docs/index.md"
+    page_md.write_text(page_md.read_text().replace("你好 = hello@gpu", "你好 = hello@cpu"))
     code, err, out = build(site.root, tmp_path)
     # hello@cpu has no t.returned record: the cell stays, says so, and the build warns
     assert code != 0 and "no such record" in err
-    assert "本平台未测" in (out / "index.html").read_text()
+    assert cell(page(out).find_all("table", "book-records-table")[0], "返回", 1) == "本平台未测"
 
 
-def test_flipping_one_record_fails_the_right_claim(site, tmp_path):
+def test_flipping_one_record_fails_the_right_claim_and_shows_both_sides(site, tmp_path):
     frag = site.fragments / "linux-x86_64-cpu/measure@cpu.json"
     meta = json.loads(frag.read_text())
     for r in meta["records"]:
         if r["name"] == "t.synced":
             r["value"] = 1e-9
     frag.write_text(json.dumps(meta))
-    page = site.root / "docs/index.md"
     code, err, out = build(site.root, tmp_path)
     assert code != 0
-    assert "index.md:" in err and "claim not supported by the data: median(measure@cpu:t.synced) > 100" in err
-    assert "这句话没有得到数据支持" in (out / "index.html").read_text()
+    assert "index.md:" in err and "claim not supported on linux-x86_64-cpu" in err
+    assert "median(measure@cpu:t.synced) = 1e-09 s  >  100 * median(measure@cpu:t.returned) = 0.0004 s" in err
+    assert "✗" in page(out).find_all(cls="book-claim-marks")[0].text()
 
 
 @pytest.mark.parametrize(
@@ -154,7 +207,10 @@ def test_flipping_one_record_fails_the_right_claim(site, tmp_path):
         ("```{snippet} snippets/measure.py#nope\n```", "no region 'nope' (regions in this file: body) (page index, line 3)"),
         ("```{output} measure@gpu\n```", "measure has no role 'gpu'"),
         ("```{output} hello@gpu\n:platform: linux-x86_64-cpu\n```", None),  # not applicable: notice, no warning
-        ("```{output} sleeper@cpu\n```", "sleeper@cpu is missing (never captured on any listed platform); regenerate it with: nox -s regenerate -- --only sleeper --device cpu"),
+        ("```{output} sleeper@cpu\n```", "sleeper@cpu on linux-x86_64-cpu is missing (no captured platform has it); regenerate it with: nox -s regenerate -- --only sleeper --device cpu"),
+        ("```{output} measure@cpu\n:platform: ../../etc\n```", "is not a valid platform key"),
+        (":::{claim} median(measure@cpu:t.synced) > 0\n:where: cudaa\nx\n:::", "'cudaa' is not a place a claim can be scoped to"),
+        (":::{claim} median(measure@cpu:t.synced >\nx\n:::", "fix the claim in the page"),
         ("```python\nprint('typed by hand')\n```", "code block not drawn from a real file"),
     ],
 )
@@ -163,15 +219,47 @@ def test_errors_name_page_line_and_fix(site, tmp_path, directive, expected):
     code, err, out = build(site.root, tmp_path)
     if expected is None:
         assert code == 0, err
-        assert "本平台未测" in (out / "index.html").read_text()
+        assert "不运行这一项" in (out / "index.html").read_text()
     else:
         assert code != 0
         assert "index.md:3" in err and expected in err, err
 
 
-def test_stale_fragment_shows_notice_and_warns_with_command(site, tmp_path):
-    (site.root / "snippets/measure.py").write_text((site.root / "snippets/measure.py").read_text() + "\n# changed\n")
+def test_own_stale_fragment_fails_with_the_command(site, tmp_path):
+    src = site.root / "snippets/measure.py"
+    src.write_text(src.read_text().replace("scale * 1e-6 * (i + 1)", "scale * 2e-6 * (i + 1)"))
     code, err, out = build(site.root, tmp_path)
     assert code != 0
     assert "measure@cpu on linux-x86_64-cpu is stale" in err and "nox -s regenerate -- --only measure --device cpu" in err
-    assert "此输出已过期" in (out / "index.html").read_text()
+    assert "较早的版本" in (out / "index.html").read_text()
+
+
+def test_comment_and_blank_line_edits_change_nothing(site, tmp_path):
+    src = site.root / "snippets/measure.py"
+    src.write_text("# a new first comment\n\n" + src.read_text().replace("# ANCHOR: body", "# ANCHOR: body  (edited)") + "\n# trailing\n")
+    code, err, out = build(site.root, tmp_path)
+    assert code == 0, err
+
+
+def test_another_machines_stale_fragment_is_shown_with_a_note(site, tmp_path):
+    import shutil
+
+    other = site.fragments / "linux-x86_64-nvidia-other"
+    shutil.copytree(site.fragments / "linux-x86_64-cpu", other)
+    for f in other.glob("*@*.json"):
+        meta = json.loads(f.read_text())
+        meta["inputs_hash"] = "0000000000000000"
+        meta["inputs"]["files"] = {k: "old" for k in meta["inputs"]["files"]}
+        f.write_text(json.dumps(meta))
+    ident = json.loads((other / "platform.json").read_text())
+    ident.update(key="linux-x86_64-nvidia-other", display_name="Other GPU · Linux", route="bundle",
+                 bundle={"env": {}, "args": []})
+    (other / "platform.json").write_text(json.dumps(ident))
+    code, err, out = build(site.root, tmp_path)
+    assert code == 0, err  # another machine's stale fragments do not fail this machine's build
+    doc = page(out)
+    tabs = [t.text().strip() for t in doc.find_all("label", "sd-tab-label")]
+    assert any("Other GPU" in t for t in tabs) and any("纯 CPU" in t for t in tabs)
+    notes = [n.text() for n in doc.find_all(cls="book-notice-stale")]
+    assert notes and "Other GPU · Linux" in notes[0] and "bash .device/run.sh --only measure --device cpu" in notes[0]
+    assert doc.find_all(cls="book-stale-mark")  # figures from it carry the mark
