@@ -149,4 +149,6 @@ def rust_tokens(text: str, keep_lines: bool) -> str:
             parts[k] = "\n".join(_squeeze(line) for line in parts[k].split("\n"))
         else:
             parts[k] = _squeeze(parts[k])
-    return "\x00".join(parts).strip()
+    out = "\x00".join(parts)
+    # trailing space never counts; leading lines do when positions are kept
+    return out.rstrip() if keep_lines else out.strip()

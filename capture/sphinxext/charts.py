@@ -111,7 +111,7 @@ class DataChartDirective(SphinxDirective):
         node["options"] = {}
         node["inline"] = False
         fig = nodes.container(classes=["book-datachart"])
-        fig["book_platform"] = plat
+        fig["classes"].append(f"book-plat-{plat}")
         fig += node
         cap = nodes.paragraph(classes=["book-chart-caption"])
         if self.options.get("caption"):

@@ -191,7 +191,6 @@ def value_node(env, b: Book, ans: Answer, text: str, rawtext: str = "") -> nodes
     title = f"{b.label(ans.platform)} · {ans.expr}"
     ref = nodes.reference(rawtext, text, refuri=fragment_href(env, ans.platform, st.key), reftitle=title,
                           classes=["book-num", f"book-plat-{ans.platform}"])
-    ref["book_platform"] = ans.platform
     return ref
 
 

@@ -45,6 +45,5 @@ class MetaRole(SphinxRole):
         text = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
         ref = nodes.reference(self.rawtext, text, refuri=fragment_href(self.env, plat, key), classes=["book-num", f"book-plat-{plat}"],
                               reftitle=b.label(plat))
-        ref["book_platform"] = plat
         mark = stale_mark(b, [st])
         return [ref] + ([mark] if mark is not None else []), []

@@ -72,8 +72,8 @@ class OutputDirective(SphinxDirective):
         literal = nodes.literal_block(text, text, language="text", classes=["book-output"])
         literal["book_source"] = f"fragment:{st.platform}/{key}"
         self.set_source_info(literal)
-        wrapper = nodes.container("", literal_block=True, classes=["literal-block-wrapper", "book-output-wrapper"])
-        wrapper["book_platform"] = st.platform
+        wrapper = nodes.container("", literal_block=True, classes=[
+            "literal-block-wrapper", "book-output-wrapper", f"book-plat-{st.platform}", f"book-frag-{key.exp}--{key.role}"])
         cap = nodes.caption("", "")
         if self.options.get("caption"):
             cap += nodes.Text(self.options["caption"] + " · ")

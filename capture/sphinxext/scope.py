@@ -38,7 +38,7 @@ class PerPlatformDirective(SphinxDirective):
         items = []
         for plat in plats:
             box = nodes.container(classes=["book-per-platform"])
-            box["book_platform"] = plat
+            box["classes"].append(f"book-plat-{plat}")
             with scoped(self.env, plat):
                 self.state.nested_parse(self.content, self.content_offset, box)
             items.append((plat, b.label(plat), [box]))

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from capture.manifest import load
+from capture.book import Book
 from capture.status import collect
 from capture.store import Store
 from tests.engine.book import CPU, GPU, make_book, run
@@ -55,7 +56,7 @@ def test_crate_change_reruns_rust_experiments(book):
 def test_status_reports_stale_with_the_changed_file(book):
     run(book)
     (book.root / "snippets/helper.py").write_text("def greet(d):\n    return 'x'\n")
-    entries = {e.key: e for e in collect(book, load(book.manifest), Store(book.fragments), ["linux-x86_64-cpu"])}
+    entries = {e.key: e for e in collect(Book(book.root), ["linux-x86_64-cpu"])}
     assert entries["hello@cpu"].state == "stale"
     assert "snippets/helper.py" in entries["hello@cpu"].detail
     assert entries["sleeper@cpu"].state == "fresh"
@@ -104,7 +105,7 @@ def test_expected_panic_is_success_unexpected_crash_is_failure(book):
     store = Store(book.fragments)
     assert store.read("linux-x86_64-cpu", "tiny-panic@cpu").meta["exit_status"] == 101  # last good kept
     assert store.read("linux-x86_64-cpu", "tiny-panic@cpu", failed=True) is not None
-    entries = {e.key: e for e in collect(book, load(book.manifest), store, ["linux-x86_64-cpu"])}
+    entries = {e.key: e for e in collect(Book(book.root), ["linux-x86_64-cpu"])}
     assert entries["tiny-panic@cpu"].state == "failed"
 
 
@@ -184,7 +185,7 @@ def test_torn_write_is_detected_and_repaired(book):
     # simulate a kill between the two renames: a new text the JSON does not vouch for
     (book.fragments / "linux-x86_64-cpu/sleeper@cpu.txt").write_text("half of a new output\n")
     assert store.read("linux-x86_64-cpu", "sleeper@cpu").torn
-    entries = {e.key: e for e in collect(book, load(book.manifest), store, ["linux-x86_64-cpu"])}
+    entries = {e.key: e for e in collect(Book(book.root), ["linux-x86_64-cpu"])}
     assert entries["sleeper@cpu"].state == "torn"
     outcomes, _ = run(book, only=["sleeper"])
     assert outcomes["sleeper@cpu"].status == "ok" and not store.read("linux-x86_64-cpu", "sleeper@cpu").torn

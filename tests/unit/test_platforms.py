@@ -1,0 +1,285 @@
+"""Platforms as data: keys, identity files, the normalised inputs hash, restamping, states and claim scopes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from capture import identity, inputs, sourcehash
+from capture.book import NOTE, OK, WARN, Book
+from capture.claims import WhereError, check_known, device_matches, judge, parse_where, platform_matches
+from capture.keys import FragmentKey, KeyError_, check_platform_key
+from capture.manifest import load
+from capture.restamp import restamp
+from capture.store import Store
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("key", ["linux-x86_64-cpu", "macos-arm64-apple-m4-max", "linux-x86_64-nvidia-rtx-4090"])
+def test_detected_keys_are_valid(key):
+    assert check_platform_key(key) == key
+
+
+@pytest.mark.parametrize("key", ["../x", "a/b", "", "A", "x.y", "a--b", "-a", "a-", "x" * 81, "linux x"])
+def test_keys_that_could_leave_the_store_are_refused(key):
+    with pytest.raises(KeyError_, match="not a valid platform key"):
+        check_platform_key(key)
+
+
+@pytest.mark.parametrize("text", ["x@tpu", "x", "X@cpu", "a b@cpu", "@cpu"])
+def test_fragment_keys_are_checked(text):
+    with pytest.raises(KeyError_):
+        FragmentKey.parse(text)
+    assert str(FragmentKey.parse("burn-ret@gpu")) == "burn-ret@gpu"
+
+
+# -- normalised sources ------------------------------------------------------------------------
+RUST = '''\
+//! Crate docs.
+/// A doc comment.
+fn main() {
+    // ANCHOR: main
+    let s = "a // not a comment /* nor this */";
+    let r = r#"raw " // str"#;
+    let c = '"'; let l: &'static str = "x";
+    /* block /* nested */ still comment */
+    println!("{s} {r} {c} {l}");
+    // ANCHOR_END: main
+}
+'''
+
+
+def h(name: str, text: str, mode: str = "code") -> str:
+    return sourcehash.normalised(name, text.encode(), mode)
+
+
+@pytest.mark.parametrize("edit", [
+    lambda t: t.replace("//! Crate docs.", "//! Other crate docs, longer."),
+    lambda t: t.replace("// ANCHOR: main", "// ANCHOR: main  注释改了"),
+    lambda t: t.replace("/* block /* nested */ still comment */", "/* x */"),
+    lambda t: t.replace("    let s", "\tlet   s"),
+    lambda t: t + "\n\n// trailing comment\n",
+])
+def test_rust_comment_and_spacing_edits_keep_the_code_hash(edit):
+    assert h("main.rs", edit(RUST)) == h("main.rs", RUST)
+
+
+@pytest.mark.parametrize("edit", [
+    lambda t: t.replace("not a comment", "not  a comment"),  # inside a string
+    lambda t: t.replace("raw \" // str", "raw \" //  str"),  # inside a raw string
+    lambda t: t.replace("'\"'", "'x'"),
+    lambda t: t.replace("println!", "eprintln!"),
+    lambda t: t.replace("let c", "let mut c"),
+])
+def test_rust_code_edits_change_the_code_hash(edit):
+    assert h("main.rs", edit(RUST)) != h("main.rs", RUST)
+
+
+def test_lines_mode_keeps_line_positions_exact_mode_keeps_bytes():
+    moved = RUST.replace("fn main() {", "// a new line\nfn main() {")
+    assert h("main.rs", moved) == h("main.rs", RUST)
+    assert h("main.rs", moved, "lines") != h("main.rs", RUST, "lines")
+    reworded = RUST.replace("// ANCHOR: main", "// ANCHOR: main reworded")
+    assert h("main.rs", reworded, "lines") == h("main.rs", RUST, "lines")
+    assert h("main.rs", reworded, "exact") != h("main.rs", RUST, "exact")
+
+
+PY = '''\
+"""Docstring."""
+import sys  # why
+
+
+def f(x):
+    # comment
+    return x + 1  # trailing
+'''
+
+
+def test_python_comments_do_not_count_but_code_and_docstrings_do():
+    assert h("a.py", PY.replace("# comment", "# 另一个注释") + "\n# end\n") == h("a.py", PY)
+    assert h("a.py", PY.replace("x + 1", "x + 2")) != h("a.py", PY)
+    assert h("a.py", PY.replace("Docstring.", "Doc.")) != h("a.py", PY)
+
+
+def test_toml_is_compared_as_data():
+    a = '[package]\nname = "x"  # c\nversion = "0.1.0"\n'
+    b = '# header\n[package]\nversion = "0.1.0"\nname = "x"\n'
+    assert h("Cargo.toml", a) == h("Cargo.toml", b)
+    assert h("Cargo.toml", a.replace("0.1.0", "0.2.0")) != h("Cargo.toml", a)
+
+
+def test_unparseable_sources_are_hashed_exactly():
+    assert h("bad.rs", 'let s = "unterminated') == 'let s = "unterminated'
+    assert h("bad.py", "def (:\n") == "def (:\n"
+
+
+# -- the repository's own experiments -----------------------------------------------------------
+@pytest.fixture
+def repo_copy(tmp_path):
+    """The book's sources and fragments, copied into a git checkout of their own."""
+    dst = tmp_path / "repo"
+    for part in ("docs/experiments.toml", "snippets", "crates", "uv.lock", "conf.py"):
+        src = REPO / part
+        if src.is_dir():
+            shutil.copytree(src, dst / part, ignore=shutil.ignore_patterns("target", "__pycache__"))
+        elif src.is_file():
+            (dst / part).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(src, dst / part)
+    shutil.copytree(REPO / "docs/_fragments", dst / "docs/_fragments")
+    subprocess.run(["git", "init", "-q"], cwd=dst, check=True)
+    subprocess.run(["git", "add", "-A"], cwd=dst, check=True)
+    inputs._tree_files.cache_clear()
+    yield dst
+    inputs._tree_files.cache_clear()
+
+
+def stale_count(root: Path) -> int:
+    inputs._tree_files.cache_clear()
+    book = Book(root)
+    n = 0
+    for plat in book.platforms():
+        for exp in book.manifest.experiments:
+            for role in exp.roles:
+                if book.state(plat, FragmentKey(exp.id, role)).state == "stale":
+                    n += 1
+    return n
+
+
+def test_comment_edits_make_nothing_stale_code_edits_exactly_the_dependents(repo_copy):
+    assert stale_count(repo_copy) == 0
+    lib = repo_copy / "crates/bookrec/src/lib.rs"
+    lib.write_text("//! A reworded crate comment.\n\n" + lib.read_text().replace("///", "/// (edited)", 3))
+    gpu = repo_copy / "snippets/exec_gpu.py"
+    gpu.write_text(gpu.read_text().replace("# ANCHOR: ret", "# 说明改了\n# ANCHOR: ret") + "\n# trailing note\n")
+    (repo_copy / "crates/exec-gpu/src/.DS_Store").write_bytes(b"\x00\x01Finder")
+    (repo_copy / "snippets/exec_gpu.py~").write_text("backup")
+    assert stale_count(repo_copy) == 0
+    # a real change in one Python snippet: exactly the experiments that run it, on every platform
+    gpu.write_text(gpu.read_text().replace("def ", "def  ", 1).replace("time.perf_counter()", "time.perf_counter( )", 1) + "\nX = 1\n")
+    manifest = load(repo_copy / "docs/experiments.toml")
+    users = [e for e in manifest.experiments if e.script == "snippets/exec_gpu.py"]
+    frags = Store(repo_copy / "docs/_fragments")
+    expected = sum(1 for e in users for r in e.roles for p in frags.platforms() if frags.read(p, f"{e.id}@{r}"))
+    assert expected > 0 and stale_count(repo_copy) == expected
+
+
+def test_restamp_carries_fresh_fragments_over_and_leaves_stale_ones(repo_copy):
+    store = Store(repo_copy / "docs/_fragments")
+    plat = "linux-x86_64-cpu"
+    js = store.root / plat / "torch-ret@cpu.json"
+    meta = json.loads(js.read_text())
+    # pretend it was written under scheme 1: the raw-bytes digest of the same sources
+    exp = load(repo_copy / "docs/experiments.toml").get("torch-ret")
+    from capture.paths import Layout
+
+    lay = Layout(repo_copy)
+    meta["inputs"] = inputs.inputs(exp, "cpu", lay, scheme=1)
+    meta["inputs_hash"] = inputs.digest(meta["inputs"])
+    js.write_text(json.dumps(meta, indent=1, ensure_ascii=False) + "\n")
+    other = store.root / plat / "burn-ret@cpu.json"
+    m2 = json.loads(other.read_text())
+    m2["inputs"] = {"hash_version": 1, "files": {}}
+    m2["inputs_hash"] = "deadbeefdeadbeef"
+    other.write_text(json.dumps(m2, indent=1, ensure_ascii=False) + "\n")
+    text_before = (store.root / plat / "torch-ret@cpu.txt").read_text()
+    assert stale_count(repo_copy) == 2
+    res = restamp(lay, load(lay.manifest), store)
+    assert res.restamped == 1 and f"{plat}/burn-ret@cpu.json" in res.stale
+    assert stale_count(repo_copy) == 1  # burn-ret@cpu was stale before the scheme changed: still stale
+    assert (store.root / plat / "torch-ret@cpu.txt").read_text() == text_before
+    assert store.read(plat, "torch-ret@cpu").torn is False
+
+
+# -- identity ----------------------------------------------------------------------------------
+def test_identity_round_trips_and_names_machines_without_code_changes(tmp_path):
+    from capture.platform import Platform
+
+    for chip, gpu in [("Apple M3 Pro", "apple"), ("Apple M4 Max", "apple"), ("NVIDIA RTX 6000 Ada", "nvidia")]:
+        p = Platform(key=f"x-{chip.lower().replace(' ', '-')}", os="macos" if gpu == "apple" else "linux", arch="arm64",
+                     gpu=gpu, gpu_name=chip)
+        ident = identity.of_machine(p, {"cores": 12})
+        assert chip in ident.display_name and ident.has_gpu
+        assert identity.write(tmp_path, ident) and not identity.write(tmp_path, ident)  # unchanged: not rewritten
+        assert identity.read(tmp_path, p.key) == ident
+    cpu = identity.of_machine(Platform(key="linux-x86_64-cpu", os="linux", arch="x86_64"), {"cores": 2})
+    assert not cpu.has_gpu and cpu.display_name == "Linux x86_64 纯 CPU（2 核）"
+    assert cpu.roles == {"cpu": {"torch": "cpu", "burn": "flex", "candle": "cpu"}}
+
+
+def test_identity_says_how_to_regenerate_on_that_machine():
+    ident = identity.Identity(key="k", display_name="NVIDIA H200 · Linux", route="bundle",
+                              bundle=identity.bundle_recipe(["design-bench/cuda", "exec-gpu/vulkan"]))
+    cmd = ident.regenerate_command(["burn-ret"], ["gpu"])
+    assert cmd.startswith("BOOK_BURN_GPU=vulkan python -m capture bundle --candle-cuda --out .device")
+    assert cmd.endswith("bash .device/run.sh --only burn-ret --device gpu")
+    assert identity.Identity(key="k", display_name="x").regenerate_command(["a"]) == "nox -s regenerate -- --only a"
+
+
+def test_committed_platforms_have_identity_files():
+    for d in (REPO / "docs/_fragments").iterdir():
+        if d.is_dir() and not d.name.startswith("."):
+            ident = identity.read(REPO / "docs/_fragments", d.name)
+            assert ident is not None and ident.key == d.name and ident.display_name
+
+
+# -- claim scopes --------------------------------------------------------------------------------
+MAC = identity.Identity(key="macos-arm64-apple-m2-max", display_name="Apple M2 Max · macOS", os="macos",
+                        gpu="Apple M2 Max", gpu_vendor="apple",
+                        roles={"cpu": {"torch": "cpu", "burn": "flex"}, "gpu": {"torch": "mps", "burn": "metal"}})
+H200 = identity.Identity(key="linux-x86_64-nvidia-h200", display_name="NVIDIA H200 · Linux", os="linux",
+                         gpu="NVIDIA H200", gpu_vendor="nvidia",
+                         roles={"cpu": {"torch": "cpu", "burn": "flex"}, "gpu": {"torch": "cuda", "burn": "vulkan"}})
+
+
+@pytest.mark.parametrize("tokens, ident, device, expected", [
+    (("cuda",), H200, "cuda", True),
+    (("cuda",), H200, "vulkan", False),
+    (("cuda",), MAC, "mps", False),
+    (("gpu",), MAC, "metal", True),
+    (("gpu",), MAC, "cpu", False),
+    (("cpu",), MAC, "flex", True),
+    (("apple",), MAC, "cpu", True),
+    (("linux",), H200, "cuda", True),
+    (("macos-arm64-apple-m2-max",), MAC, "mps", True),
+    (("all",), H200, "vulkan", True),
+])
+def test_where_words_match_devices(tokens, ident, device, expected):
+    assert device_matches(tokens, ident, device) is expected
+
+
+def test_platform_filters_match_any_device_of_the_machine():
+    assert platform_matches(("vulkan",), H200) and not platform_matches(("vulkan",), MAC)
+    assert platform_matches(("mps",), MAC) and platform_matches(("cpu",), MAC)
+
+
+def test_where_rejects_unknown_words_and_unknown_platforms(tmp_path):
+    with pytest.raises(WhereError):
+        parse_where("cuda, Metal")
+    book = Book(REPO)
+    with pytest.raises(WhereError, match="'cudaa' is not a place"):
+        check_known(parse_where("cudaa"), book)
+    check_known(parse_where("cuda, linux-x86_64-nvidia-h200"), book)
+
+
+def test_book_states_warn_only_for_what_this_machine_can_fix():
+    here = identity.Identity(key="linux-x86_64-cpu", display_name="cpu box", roles={"cpu": {"torch": "cpu"}})
+    book = Book(REPO, local=here)
+    st = book.state("linux-x86_64-cpu", FragmentKey("torch-ret", "gpu"))
+    assert st.state == "not-applicable" and st.severity == NOTE
+    assert book.state("linux-x86_64-nvidia-h200", FragmentKey("torch-ret", "gpu")).severity == OK
+    assert book.platforms()[-1] == "linux-x86_64-cpu"  # GPU machines before CPU-only boxes
+    assert book.absent_everywhere(FragmentKey("torch-ret", "cpu")) is None
+
+
+def test_claims_on_the_real_pages_hold_where_expected():
+    book = Book(REPO)
+    verdicts = judge(book, "median(torch-ret@gpu:ret.returned) < 0.5 * median(torch-ret@gpu:ret.synced)", ("gpu",))
+    assert [v.platform for v in verdicts] == ["linux-x86_64-nvidia-h200"] and verdicts[0].holds and verdicts[0].expected
+    v = judge(book, "torch-oob@gpu:oob.sticky", ("mps",))[0]
+    assert v.holds is True and v.expected is False and v.severity == OK  # true on CUDA, but not what it claims
+    assert WARN == "warn"
