@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import os
-import re
 import shutil
+import tomllib
 from dataclasses import dataclass
 
 from capture.platform import Platform
@@ -68,9 +68,9 @@ def cargo_features(platform: Platform, crate_frameworks: dict[str, str], crates_
         return []
     feats = []
     for crate, framework in sorted(crate_frameworks.items()):
-        toml = (crates_dir / crate / "Cargo.toml").read_text(encoding="utf-8")
+        declared = tomllib.loads((crates_dir / crate / "Cargo.toml").read_text(encoding="utf-8")).get("features", {})
         feature = burn_nvidia_backend() if framework == "burn" else "cuda"
-        if not re.search(rf"(?m)^{feature}\s*=", toml):
+        if feature not in declared:
             continue
         if framework == "candle" and not candle_cuda_buildable():
             continue

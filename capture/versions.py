@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import json
-import re
 import subprocess
+import tomllib
 from pathlib import Path
 
 _TORCH_PROBE = r"""
@@ -48,9 +48,5 @@ def lock_versions(cargo_lock: Path, names=("burn", "candle-core", "candle-nn", "
     """Versions of the named packages as Cargo.lock pins them."""
     if not cargo_lock.is_file():
         return {}
-    text = cargo_lock.read_text(encoding="utf-8")
-    out = {}
-    for m in re.finditer(r'\[\[package\]\]\nname = "([^"]+)"\nversion = "([^"]+)"', text):
-        if m.group(1) in names:
-            out[m.group(1)] = m.group(2)
-    return out
+    packages = tomllib.loads(cargo_lock.read_text(encoding="utf-8")).get("package", [])
+    return {p["name"]: p["version"] for p in packages if p.get("name") in names}
