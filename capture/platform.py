@@ -9,6 +9,8 @@ import shutil
 import subprocess
 from dataclasses import dataclass, field
 
+from capture.keys import KeyError_, check_platform_key
+
 
 def _out(cmd: list[str], timeout: float = 10) -> str | None:
     try:
@@ -16,6 +18,23 @@ def _out(cmd: list[str], timeout: float = 10) -> str | None:
     except (OSError, subprocess.TimeoutExpired):
         return None
     return r.stdout.strip() if r.returncode == 0 else None
+
+
+# macOS keeps sysctl in /usr/sbin, which a minimal PATH (launchd, some IDEs, `env -i`) lacks.
+SYSCTL = "/usr/sbin/sysctl"
+
+
+def sysctl(name: str) -> str | None:
+    """`sysctl -n name`, by absolute path first, then from PATH; None when it cannot be read."""
+    exe = SYSCTL if os.path.exists(SYSCTL) else shutil.which("sysctl")
+    return _out([exe, "-n", name]) if exe else None
+
+
+class PlatformError(SystemExit):
+    """This machine cannot be named reliably; the message says how to name it by hand."""
+
+    def __init__(self, message: str):
+        super().__init__(f"error: {message}")
 
 
 def slug(text: str) -> str:
@@ -40,18 +59,54 @@ class Platform:
         return self.gpu is not None
 
 
-def detect() -> Platform:
-    """Detect this machine. BOOK_PLATFORM overrides the key (e.g. to name a machine by hand)."""
+def host() -> tuple[str, str]:
+    """(os, arch) of this machine in the key's words: linux | macos, x86_64 | arm64."""
     system = {"Darwin": "macos", "Linux": "linux"}.get(_pf.system(), _pf.system().lower())
     arch = {"aarch64": "arm64", "AMD64": "x86_64"}.get(_pf.machine(), _pf.machine())
+    return system, arch
+
+
+def apple_chip() -> str:
+    """The Apple chip's name as macOS reports it ("Apple M2 Max"); PlatformError when it cannot be read."""
+    brand = sysctl("machdep.cpu.brand_string")
+    if not brand:
+        raise PlatformError(
+            f"cannot read the Apple chip's name: `{SYSCTL} -n machdep.cpu.brand_string` gave nothing. "
+            "Name this machine by hand, e.g. BOOK_PLATFORM=macos-arm64-apple-m2-max (your chip), "
+            "or set BOOK_NO_GPU=1 to run only the CPU experiments"
+        )
+    return " ".join(brand.split())
+
+
+def detect() -> Platform:
+    """Detect this machine. BOOK_PLATFORM overrides the key (e.g. to name a machine by hand)."""
+    system, arch = host()
+    override = os.environ.get("BOOK_PLATFORM")
+    if override is not None:
+        try:
+            check_platform_key(override, "BOOK_PLATFORM")
+        except KeyError_ as e:
+            raise PlatformError(f"{e}; unset it to use the detected key") from None
+    if system == "macos" and sysctl("sysctl.proc_translated") == "1":
+        raise PlatformError(
+            "this Python runs under Rosetta (x86_64) on an Apple silicon Mac, so it would see neither "
+            "MPS nor Metal and torch has no x86_64 macOS wheels: use an arm64 Python (Homebrew in "
+            "/opt/homebrew, or python.org's universal2 installer); see docs/dev/platforms.md"
+        )
+    no_gpu = os.environ.get("BOOK_NO_GPU") == "1"
     gpu = gpu_name = driver = None
-    if system == "linux" and shutil.which("nvidia-smi") and os.environ.get("BOOK_NO_GPU") != "1":
+    if system == "linux" and shutil.which("nvidia-smi") and not no_gpu:
         q = _out(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"])
         if q:
             gpu_name, _, driver = (s.strip() for s in q.splitlines()[0].partition(","))
             gpu = "nvidia"
-    elif system == "macos" and arch == "arm64" and os.environ.get("BOOK_NO_GPU") != "1":
-        gpu_name = _out(["sysctl", "-n", "machdep.cpu.brand_string"]) or "Apple Silicon"
+    elif system == "macos" and arch == "arm64" and not no_gpu:
+        try:
+            gpu_name = apple_chip()
+        except PlatformError:
+            if override is None:
+                raise
+            gpu_name = "Apple silicon (chip not read)"  # named by hand: the key says which chip
         gpu = "apple"
     if gpu == "nvidia":
         name = gpu_name.lower().replace("nvidia", "").strip()
@@ -60,8 +115,7 @@ def detect() -> Platform:
         key = f"{system}-{arch}-{slug(gpu_name)}"
     else:
         key = f"{system}-{arch}-cpu"
-    key = os.environ.get("BOOK_PLATFORM", key)
-    return Platform(key=key, os=system, arch=arch, gpu=gpu, gpu_name=gpu_name, gpu_driver=driver)
+    return Platform(key=override or key, os=system, arch=arch, gpu=gpu, gpu_name=gpu_name, gpu_driver=driver)
 
 
 def display_name(os_name: str, arch: str, gpu_name: str | None, cores: int | None = None) -> str:
@@ -77,7 +131,7 @@ def display_name(os_name: str, arch: str, gpu_name: str | None, cores: int | Non
 
 def cpu_model() -> str:
     if _pf.system() == "Darwin":
-        return _out(["sysctl", "-n", "machdep.cpu.brand_string"]) or _pf.processor()
+        return sysctl("machdep.cpu.brand_string") or _pf.processor()
     try:
         for line in open("/proc/cpuinfo", encoding="utf-8"):
             if line.startswith("model name"):
@@ -94,14 +148,19 @@ def memory_gib() -> float | None:
                 return round(int(line.split()[1]) / 2**20, 1)
     except OSError:
         pass
-    b = _out(["sysctl", "-n", "hw.memsize"])
+    b = sysctl("hw.memsize")
     return round(int(b) / 2**30, 1) if b and b.isdigit() else None
 
 
 def machine_record(p: Platform) -> dict:
-    """The static part of a fragment's metadata: what this machine is."""
+    """The static part of a fragment's metadata: what this machine is.
+
+    OS and arch follow `p` (detect() gives this host's; a test may name another platform on purpose),
+    the rest is read from this host.
+    """
+    same_os = p.os == host()[0]
     return {
-        "os": f"{_pf.system()} {_pf.release()}",
+        "os": f"{_pf.system()} {_pf.release()}" if same_os else {"macos": "Darwin", "linux": "Linux"}.get(p.os, p.os),
         "os_pretty": _os_pretty(),
         "arch": p.arch,
         "cpu": cpu_model(),
