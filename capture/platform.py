@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import platform as _pf
 import re
@@ -127,6 +128,59 @@ def display_name(os_name: str, arch: str, gpu_name: str | None, cores: int | Non
     if gpu_name:
         return f"{gpu_name.strip()} · {system}"
     return f"{system} {arch} 纯 CPU" + (f"（{cores} 核）" if cores else "")
+
+
+# The GPU machine the bundle route serves is Linux x86_64 (docs/dev/platforms.md); binaries for it
+# are built on a host of the same kind, since nothing here sets up cross-compilation.
+BUNDLE_TARGET = ("linux", "x86_64")
+
+
+def check_bundle_host() -> None:
+    """PlatformError unless this host builds binaries that the GPU machine can execute."""
+    system, arch = host()
+    if (system, arch) != BUNDLE_TARGET:
+        raise PlatformError(
+            f"this host is {system} {arch}, and cargo here builds {system} {arch} binaries; the GPU machine "
+            f"that runs a bundle is {' '.join(BUNDLE_TARGET)}. Build the bundle on a Linux x86_64 machine "
+            "with cargo and network (a CI runner, a cloud VM, or a linux/amd64 container), from the same "
+            "commit: `python -m capture bundle --candle-cuda --out .device`, then carry .device/ over. "
+            "A Mac regenerates its own fragments with `nox -s regenerate` instead (docs/dev/platforms.md)"
+        )
+
+
+def binary_kind(path: str) -> str | None:
+    """What an executable file was built for, from its first bytes: "ELF x86_64", "Mach-O arm64", ...."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(20)
+    except OSError:
+        return None
+    if head[:4] == b"\x7fELF" and len(head) >= 20:
+        machine = int.from_bytes(head[18:20], "little" if head[5] == 1 else "big")
+        return "ELF " + {62: "x86_64", 183: "arm64", 3: "x86", 40: "arm"}.get(machine, f"machine {machine}")
+    magic = head[:4]
+    if magic in (b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe") and len(head) >= 8:
+        cpu = int.from_bytes(head[4:8], "little")
+        return "Mach-O " + {0x01000007: "x86_64", 0x0100000C: "arm64"}.get(cpu, f"cpu {cpu:#x}")
+    if magic == b"\xca\xfe\xba\xbe":
+        return "Mach-O universal"
+    if head[:2] == b"#!":
+        return "script"
+    return None
+
+
+def exec_failure(exe: str, err: OSError) -> str:
+    """Why `exe` could not be started, and what to do: a failure record's first line and hint."""
+    system, arch = host()
+    kind = binary_kind(exe)
+    msg = f"cannot execute {exe}: {err.strerror or err} (errno {err.errno})"
+    if kind and kind != "script":
+        msg += f"; it is a {kind} executable and this machine is {system} {arch}"
+    if err.errno == errno.ENOEXEC:
+        msg += ("\nhint: binaries built on another kind of machine (a bundle built on a Mac?) cannot run here; "
+                "rebuild them on Linux x86_64 with `python -m capture bundle --candle-cuda --out .device` "
+                "(docs/dev/platforms.md)")
+    return msg
 
 
 def cpu_model() -> str:
