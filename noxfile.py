@@ -5,58 +5,79 @@
     nox -s tests                                                     machinery tests + re-run and compare + strict build
     nox -s status [-- --json]                                        fresh / stale / missing / failed, per platform
     nox -s serve                                                     live preview while writing
+
+The sessions run on a Python that every locked wheel exists for (pyproject.toml's classifiers), found
+or fetched by uv when the one running nox is not (capture/pythons.py).
 """
 
 import os
+import sys
+from pathlib import Path
 
 import nox
 
+ROOT = Path(__file__).resolve().parent
+sys.path.insert(0, str(ROOT))
+from capture import pythons  # noqa: E402  (stdlib only)
+
+nox.needs_version = ">=2026.10.20"
 nox.options.default_venv_backend = "uv"
 nox.options.reuse_existing_virtualenvs = True
 nox.options.sessions = ["regenerate", "docs"]
 
+PYTHON = pythons.choose(ROOT)
 SPHINX = ["sphinx-build", "-W", "-n", "--keep-going", "-b", "html", "-c", ".", "docs", "docs/_build/html"]
 
 
-def install(session, *extras):
-    """Install exactly what uv.lock pins (never re-resolve), into this session's venv."""
-    args = ["uv", "sync", "--frozen", "--no-install-project"] + [f"--extra={e}" for e in extras]
-    session.run_install(*args, env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location}, silent=True)
+def install(session, extras=(), groups=()):
+    """Install exactly what uv.lock pins into this session's venv; fail if pyproject.toml and uv.lock disagree.
+
+    Bytecode is compiled once at install: with PYTHONDONTWRITEBYTECODE set, every import of torch or
+    Sphinx would otherwise compile from source again (seconds per run).
+    """
+    if PYTHON.error:
+        session.error(PYTHON.error)
+    if PYTHON.note:
+        session.log(PYTHON.note)
+    args = ["uv", "sync", "--locked", "--no-install-project", "--compile-bytecode"]
+    args += [f"--extra={e}" for e in extras] + [f"--group={g}" for g in groups]
+    env = {"UV_PROJECT_ENVIRONMENT": session.virtualenv.location, **PYTHON.env}
+    session.run_install(*args, env=env, silent=True)
 
 
-@nox.session
+@nox.session(python=PYTHON.python)
 def regenerate(session):
     """Build and run the experiments this machine can run; capture their output into docs/_fragments."""
-    install(session, "run")
+    install(session, ["run"])
     session.run("python", "-m", "capture", "regenerate", *session.posargs)
 
 
-@nox.session
+@nox.session(python=PYTHON.python)
 def docs(session):
     """Build the site strictly (-W, nitpicky) from the committed fragments; no GPU needed."""
-    install(session, "docs")
+    install(session, ["docs"])
     session.run(*SPHINX, *session.posargs)
     session.log("site: docs/_build/html/index.html")
 
 
-@nox.session
+@nox.session(python=PYTHON.python)
 def status(session):
     """Per platform: fresh / stale / missing / failed for every experiment and role, and failing claims."""
     install(session)
     session.run("python", "-m", "capture", "status", *session.posargs)
 
 
-@nox.session
+@nox.session(python=PYTHON.python)
 def tests(session):
     """Machinery tests, browser tests, re-run this machine's experiments against the fragments, strict build."""
-    install(session, "run", "docs", "test")
+    install(session, ["run", "docs"], ["test"])
     session.run("python", "-m", "pytest", *(session.posargs or ["-q"]))
     session.run("python", "-m", "capture", "check")
     session.run(*SPHINX[:-1], os.path.join(session.create_tmp(), "html"))
 
 
-@nox.session(default=False)
+@nox.session(python=PYTHON.python, default=False)
 def serve(session):
     """Live preview: rebuild on change and reload the browser."""
-    install(session, "docs", "serve")
+    install(session, ["docs"], ["serve"])
     session.run("sphinx-autobuild", *SPHINX[1:], "--watch", "snippets", "--watch", "crates", "--watch", "capture", *session.posargs)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from capture import build as buildmod
 from capture.paths import Layout, cache_home
+from capture.platform import check_bundle_host
 from capture.prebuilt import build_prebuilt
 
 ARCHIVE = "prebuilt.tar.xz"
@@ -91,6 +92,7 @@ def download_debs(names: list[str], dest: Path, echo=print) -> list[Path]:
 def make_bundle(layout: Layout, out: Path, gpu: str = "cuda", candle_cuda: bool = False,
                 vulkan_loader: bool | None = None, echo=print) -> dict:
     """Build, pack and describe; `vulkan_loader=None` means: when burn was built for Vulkan."""
+    check_bundle_host()  # a Mac or an arm64 host would pack binaries the GPU machine cannot execute
     bins = cache_home() / f"prebuilt-{gpu}"
     shutil.rmtree(bins, ignore_errors=True)  # only what this checkout's manifest builds
     info = build_prebuilt(layout, gpu, bins, echo=echo, candle_cuda=candle_cuda)

@@ -6,14 +6,15 @@ import datetime as dt
 import os
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from capture import build as buildmod
 from capture import inputs as inputsmod
+from capture import sanitize
 from capture.manifest import Experiment, Manifest
 from capture.paths import Layout
-from capture.platform import Platform, load_average, machine_record
+from capture.platform import Platform, exec_failure, load_average, machine_record
 from capture.progress import Progress
 from capture.records import read_records
 from capture.roles import cargo_features, resolve
@@ -214,7 +215,12 @@ def _run_job(job: Job, ctx: _Context, store: Store, progress: Progress) -> Outco
     }
     started = dt.datetime.now(dt.timezone.utc)
     load_before = load_average()
-    result = run(cmd, cwd=ctx.layout.root, env=env, timeout=exp.timeout, log=scratch / f"{job.key}.log")
+    try:
+        result = run(cmd, cwd=ctx.layout.root, env=env, timeout=exp.timeout, log=scratch / f"{job.key}.log")
+    except OSError as e:  # the program could not start: wrong binary format (ENOEXEC), not executable, missing
+        _record_failure(store, job, ctx, exec_failure(cmd[0], e) + "\n", None, False, 0.0)
+        return Outcome(job.key, "failed", exec_failure(cmd[0], e), old=job.old)
+    result = replace(result, text=sanitize.text(result.text, sanitize.here(ctx.layout.root)))  # no personal paths
     load_after = load_average()
     expect = exp.expect[job.role]
     ok = expect.met_by(result.exit_status, result.timed_out)
@@ -238,7 +244,7 @@ def _run_job(job: Job, ctx: _Context, store: Store, progress: Progress) -> Outco
         "load_after": load_after,
         "machine": ctx.machine,
         "versions": {**_version_record(ctx, exp, versions)},
-        "records": read_records(rec_file),
+        "records": sanitize.records(read_records(rec_file), sanitize.here(ctx.layout.root)),
     }
     if ok:
         store.write(ctx.platform.key, job.key, result.text, meta)
@@ -294,6 +300,7 @@ def _display_path(arg: str, layout: Layout) -> str:
 
 
 def _record_failure(store: Store, job: Job, ctx: _Context, text: str, exit_status, timed_out: bool, wall: float) -> None:
+    text = sanitize.text(text, sanitize.here(ctx.layout.root))
     meta = {
         "experiment": job.exp.id,
         "role": job.role,

@@ -4,12 +4,16 @@
 写到环境变量 BOOK_RECORDS 指定的文件（每行一个 JSON 对象）；没有设置
 这个变量时（例如手动运行脚本），记录被丢弃。计时方法和 Rust 一侧的
 crates/bookrec 相同：先预热，再重复 N 次，报告最小值、中位数和最大值。
+
+torch 的实验都从这里取设备相关的三样：require_device()、sync() 和
+device_time()。torch 只在用到时才导入，所以不用 torch 的脚本也能用这个模块。
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from dataclasses import dataclass
 from typing import Callable
@@ -65,6 +69,66 @@ def measure(fn: Callable[[], object], *, warmup: int = 1, repeats: int = 10) -> 
         fn()
         samples.append(time.perf_counter() - t)
     return Stats.from_samples(samples)
+
+
+def require_device(dev: str) -> None:
+    """dev 不是 cpu 时，要求它正是本机 torch 看到的加速器；否则以状态 2 退出（实验跳过，不算失败）。"""
+    if dev == "cpu":
+        return
+    import torch
+
+    acc = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else None
+    if acc is None or acc.type != dev:
+        have = acc.type if acc is not None else "none"
+        print(f"device {dev!r} is not available here (accelerator: {have})", file=sys.stderr)
+        sys.exit(2)
+
+
+def sync(dev: str) -> None:
+    """等设备把排好队的工作做完；CPU 上调用返回时就做完了，不用等。"""
+    if dev != "cpu":
+        import torch
+
+        torch.accelerator.synchronize()
+
+
+# 记录里 timing 标签的两种值（和 Rust 一侧 burn 的 profile 记录用同一个标签）
+TIMING_LABELS = {"device": "torch.Event", "system": "sync + wall clock"}
+
+
+# ANCHOR: device_time
+def device_time(fn: Callable[[], object], dev: str, *, warmup: int = 1, repeats: int = 10) -> tuple[Stats, str]:
+    """fn() 在设备上的时间，和量法（记录的 timing 标签）。
+
+    CUDA：同一条流上记两个 torch.Event，读它们在 GPU 上的间隔，timing = "device"。
+    其他设备（MPS）：先同步把队列清空，再量「调用 + 同步」的墙钟，timing = "system"。
+    MPS 的事件计时在一些版本里会在 synchronize() 之后卡死（pytorch#162872），
+    时间戳也曾经来自主机上的回调，所以这里不用它。
+    """
+    import torch
+
+    for _ in range(warmup):
+        fn()
+        sync(dev)
+    samples = []
+    for _ in range(repeats):
+        if dev == "cuda":
+            start = torch.Event(enable_timing=True)
+            end = torch.Event(enable_timing=True)
+            start.record()
+            out = fn()
+            end.record()
+            end.synchronize()
+            samples.append(start.elapsed_time(end) / 1e3)  # 毫秒换成秒
+        else:
+            sync(dev)
+            t = time.perf_counter()
+            out = fn()
+            sync(dev)
+            samples.append(time.perf_counter() - t)
+        del out  # 结果在计时结束之后才释放
+    return Stats.from_samples(samples), "device" if dev == "cuda" else "system"
+# ANCHOR_END: device_time
 
 
 def fmt_duration(seconds: float) -> str:

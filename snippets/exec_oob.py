@@ -14,7 +14,7 @@ import sys
 
 import torch
 
-from bookrec import record
+from bookrec import record, require_device
 
 FW = "torch"
 
@@ -39,11 +39,7 @@ def skip(label: str):
 
 def main() -> None:
     dev = sys.argv[1] if len(sys.argv) > 1 else "cpu"
-    if dev != "cpu" and not (
-        torch.accelerator.is_available() and torch.accelerator.current_accelerator().type == dev
-    ):
-        print(f"device {dev!r} is not available here", file=sys.stderr)
-        sys.exit(2)
+    require_device(dev)
     tags = dict(framework=FW, device=dev)
     print(f"torch {torch.__version__}, device {dev}")
 

@@ -60,7 +60,7 @@ def site(tmp_path_factory) -> Path:
     try:
         import sphinx  # noqa: F401
     except ImportError:
-        unavailable("Sphinx is not installed: install the `docs` extra (pip install -e '.[docs,test]')")
+        unavailable("Sphinx is not installed: install the `docs` extra and the `test` group (uv sync --extra docs --group test)")
     out = tmp_path_factory.mktemp("site") / "html"
     proc = strict_build(out)
     if proc.returncode != 0:
@@ -103,7 +103,7 @@ def browser():
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        unavailable("Playwright for Python is missing: install the `test` extra (pip install -e '.[test]')")
+        unavailable("Playwright for Python is missing: install the `test` group (uv sync --group test)")
     with sync_playwright() as pw:
         chromium = pw.chromium.launch(executable_path=exe, headless=True, args=CHROMIUM_ARGS)
         yield chromium
