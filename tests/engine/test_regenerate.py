@@ -153,6 +153,12 @@ def _spawn_regenerate(book, *extra):
     )
 
 
+def _running_log(book, key):
+    """True once a run's log (in some process's own scratch folder) says the snippet is working."""
+    logs = list(book.scratch.glob(f"runs/linux-x86_64-cpu/*/{key}.log"))
+    return any("working" in p.read_text() for p in logs)
+
+
 def _wait_for(path_pred, timeout=30):
     t = time.monotonic()
     while time.monotonic() - t < timeout:
@@ -169,8 +175,7 @@ def test_kill_9_mid_run_leaves_the_old_fragment_intact(book):
     m = book.manifest.read_text().replace('args = ["slow", "0"]', 'args = ["slow", "20"]')
     book.manifest.write_text(m)
     proc = _spawn_regenerate(book, "--only", "sleeper")
-    log = book.scratch / "runs/linux-x86_64-cpu/sleeper@cpu.log"
-    assert _wait_for(lambda: log.is_file() and "working" in log.read_text())
+    assert _wait_for(lambda: _running_log(book, "sleeper@cpu"))
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     after = store.read("linux-x86_64-cpu", "sleeper@cpu")
@@ -195,8 +200,7 @@ def test_concurrent_regenerate_is_refused(book):
     book.manifest.write_text(m)
     first = _spawn_regenerate(book, "--only", "sleeper")
     try:
-        log = book.scratch / "runs/linux-x86_64-cpu/sleeper@cpu.log"
-        assert _wait_for(lambda: log.is_file() and "working" in log.read_text())
+        assert _wait_for(lambda: _running_log(book, "sleeper@cpu"))
         second = _spawn_regenerate(book, "--only", "sleeper", "--force")
         out, _ = second.communicate(timeout=60)
         assert second.returncode == 3
