@@ -72,7 +72,7 @@ class Book:
             if frag is None:
                 continue
             if frag.torn:
-                return Lookup(exp_id, role, plat, frag, "torn", "text and metadata disagree (interrupted write)")
+                return Lookup(exp_id, role, plat, frag, "torn", frag.corrupt or "text and metadata disagree (interrupted write)")
             if frag.inputs_hash != self.current_hash(exp_id, role):
                 return Lookup(exp_id, role, plat, frag, "stale", "inputs changed since capture")
             return Lookup(exp_id, role, plat, frag, "fresh")

@@ -74,7 +74,11 @@ def cmd_status(args, layout: Layout) -> int:
     manifest, store = _common(layout)
     here = _platform().key
     platforms = sorted(set(store.platforms()) | {here})
-    entries = collect(layout, manifest, store, platforms)
+    try:
+        entries = collect(layout, manifest, store, platforms)
+    except (OSError, ValueError) as e:  # e.g. a script the manifest names is missing (the message names the line)
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     claims = []
     try:
         from capture.claims import failing_claims

@@ -41,6 +41,7 @@ class Job:
     skip_reason: str = ""
     old: Fragment | None = None
     error: str = ""  # why it cannot run at all (a missing or escaping script/crate), naming the manifest line
+    corrupt: str | None = None  # one of its files in the store (fragment, failure or skip record) is corrupt
     done: bool = False  # its outcome is settled (published or recorded as failed)
 
     @property
@@ -100,6 +101,7 @@ def plan(layout: Layout, manifest: Manifest, platform: Platform, store: Store, o
             job = Job(exp, role, res.device, skip_reason=res.reason)
             if res.device:
                 job.old = store.read(platform.key, job.key)
+                job.corrupt = store.corrupt(platform.key, job.key)
                 job.error = source_problem(exp, layout, manifest.where(exp))
                 if not job.error:
                     try:
@@ -113,10 +115,10 @@ def plan(layout: Layout, manifest: Manifest, platform: Platform, store: Store, o
 
 
 def needs_run(job: Job, force: bool) -> bool:
-    """Run when forced, never captured, torn or corrupt (both set `torn`), or its inputs changed."""
+    """Run when forced, never captured, torn, corrupt (any of its files), or its inputs changed."""
     if not job.device:
         return False
-    return bool(job.error) or force or job.old is None or job.old.torn or job.old.inputs_hash != job.hash
+    return bool(job.error or job.corrupt) or force or job.old is None or job.old.torn or job.old.inputs_hash != job.hash
 
 
 @contextlib.contextmanager

@@ -14,7 +14,7 @@ from capture.store import Store
 class Entry:
     platform: str
     key: str
-    state: str  # fresh | stale | missing | failed | torn | n/a
+    state: str  # fresh | stale | missing | failed | torn | corrupt | n/a
     detail: str = ""
 
 
@@ -35,7 +35,10 @@ def collect(layout: Layout, manifest: Manifest, store: Store, platforms: list[st
                 frag = store.read(plat, key)
                 fail = store.read(plat, key, failed=True)
                 skip = store.skip_reason(plat, key)
-                if role == "gpu" and not platform_has_gpu(plat):
+                corrupt = store.corrupt(plat, key)
+                if corrupt:  # a file that cannot be used; the next regenerate on that platform overwrites it
+                    out.append(Entry(plat, key, "corrupt", corrupt))
+                elif role == "gpu" and not platform_has_gpu(plat):
                     out.append(Entry(plat, key, "n/a", "no GPU on this platform"))
                 elif frag is None and skip:
                     out.append(Entry(plat, key, "skipped", skip))
