@@ -110,7 +110,7 @@ class Layout:
     def _allowed_root(self, name: str) -> Path:
         """snippets/ or crates/; the folder itself must not be a symlink out of the repository."""
         root = self.root / name
-        contained(root, self.root, f"{name}/")
+        contained(root, self.root, f"the {name}/ folder")
         return root
 
     def script(self, text: object) -> Path:
