@@ -115,3 +115,18 @@ def test_warning_types_can_be_suppressed(site):
     code, err = site["suppressed"]
     assert "[capture.snippet]" not in err and "[vol.syntax]" not in err
     assert "[capture.torn]" in err  # other types still reported
+
+
+OWN = ("snippet", "provenance", "coderule", "anchors", "volumes", "zh_text", "rust_api", "mermaid_assets")
+
+
+@pytest.mark.parametrize("module", OWN)
+def test_every_warning_is_typed_and_located(module):
+    """Every logger.warning in these modules names a type, a subtype (so it can be suppressed) and a location."""
+    import ast
+
+    tree = ast.parse((REPO / "capture/sphinxext" / f"{module}.py").read_text())
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "attr", "") == "warning"]
+    for call in calls:
+        assert {"type", "subtype", "location"} <= {k.arg for k in call.keywords}, f"{module}.py:{call.lineno}"
+    assert "reporter.warning" not in (REPO / "capture/sphinxext" / f"{module}.py").read_text()
