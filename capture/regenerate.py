@@ -224,9 +224,15 @@ class _Context:
         return self._run_dir
 
     def close(self, clean: bool) -> None:
-        """Remove the scratch folder after a run where everything succeeded; keep it (logs) otherwise."""
+        """After a run where everything succeeded, remove its scratch folder, and those that earlier runs,
+        now dead, kept for their logs; keep this one (its logs) otherwise."""
         if clean and self._run_dir is not None:
             shutil.rmtree(self._run_dir, ignore_errors=True)
+            for old in self._run_dir.parent.iterdir():
+                pid = old.name.split("-", 1)[0]
+                if old.is_dir() and pid.isdigit() and not _alive(int(pid)):
+                    shutil.rmtree(old, ignore_errors=True)
+
 
     @property
     def machine(self) -> dict:
@@ -257,6 +263,16 @@ class _Context:
         if self._build_error:
             raise self._build_error
         return self._binaries
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _command(job: Job, ctx: _Context, progress: Progress) -> tuple[list[str], dict]:
