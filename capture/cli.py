@@ -33,7 +33,8 @@ def _platform() -> Platform:
 
 
 def cmd_regenerate(args, layout: Layout) -> int:
-    from capture.regenerate import Interrupted, Options, regenerate
+    from capture.regenerate import Options, regenerate
+    from capture.runner import Interrupted
 
     manifest, store = _common(layout)
     platform = _platform()

@@ -8,11 +8,9 @@ scratch folder (.capture/runs/<platform>/<pid>-<random>/), removed when every jo
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 import os
 import shutil
-import signal
 import sys
 import time
 from dataclasses import dataclass, field
@@ -26,7 +24,7 @@ from capture.platform import Platform, load_average, machine_record
 from capture.progress import Progress
 from capture.records import read_file
 from capture.roles import cargo_features, resolve
-from capture.runner import run
+from capture.runner import Interrupted, run, signals_deferred, signals_interrupt
 from capture.store import Fragment, Store
 from capture.versions import lock_versions, probe_python
 
@@ -66,14 +64,6 @@ class Options:
     force: bool = False
     python: str = sys.executable
     prebuilt: Path | None = None  # run binaries built elsewhere, skip cargo
-
-
-class Interrupted(KeyboardInterrupt):
-    """SIGTERM or SIGHUP during a regenerate, handled like Ctrl-C: kill the running group, record, stop."""
-
-    def __init__(self, signum: int):
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
 
 
 def source_problem(exp: Experiment, layout: Layout, where: str) -> str:
@@ -119,48 +109,6 @@ def needs_run(job: Job, force: bool) -> bool:
     if not job.device:
         return False
     return bool(job.error or job.corrupt) or force or job.old is None or job.old.torn or job.old.inputs_hash != job.hash
-
-
-@contextlib.contextmanager
-def signals_interrupt():
-    """Turn SIGTERM and SIGHUP into Interrupted (a KeyboardInterrupt) while jobs run; restored after.
-
-    Only from the main thread (Python delivers signals there); elsewhere nothing changes.
-    """
-    if not hasattr(signal, "SIGHUP") or not threading_main():
-        yield
-        return
-
-    def handler(signum, frame):
-        raise Interrupted(signum)
-
-    saved = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        yield
-    finally:
-        for sig, old in saved.items():
-            signal.signal(sig, old)
-
-
-def threading_main() -> bool:
-    import threading
-
-    return threading.current_thread() is threading.main_thread()
-
-
-@contextlib.contextmanager
-def signals_deferred():
-    """Hold SIGINT, SIGTERM and SIGHUP while a fragment is published, so that a signal cannot land
-    between its two renames; a held signal is delivered when the block ends."""
-    sigs = {signal.SIGINT, signal.SIGTERM, *( [signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])}
-    if not threading_main():
-        yield
-        return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, sigs)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def regenerate(layout: Layout, manifest: Manifest, platform: Platform, store: Store, opts: Options, out=sys.stderr) -> list[Outcome]:

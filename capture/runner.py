@@ -11,16 +11,22 @@ two guards make it die with the parent anyway:
   This works on Linux and macOS alike.
 - on Linux the command's first process also asks the kernel for SIGKILL when its parent dies
   (prctl PR_SET_PDEATHSIG), which covers the moment before the watchdog knows the group.
+
+SIGTERM and SIGHUP of the parent become `Interrupted` (a KeyboardInterrupt) while jobs run
+(`signals_interrupt`), so they are handled like Ctrl-C: the running group is killed and the caller
+records the interruption. `signals_deferred` holds them while a fragment is being published.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import ctypes.util
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -135,6 +141,56 @@ def _child_setup(parent: int):
             os._exit(137)
 
     return setup
+
+
+# -- signals of the parent ----------------------------------------------------------------------
+
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM or SIGHUP during a regenerate, handled like Ctrl-C: kill the running group, record, stop."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def signals_interrupt():
+    """Turn SIGTERM and SIGHUP into Interrupted (a KeyboardInterrupt) while jobs run; restored after.
+
+    Only from the main thread (Python delivers signals there); elsewhere nothing changes.
+    """
+    if not hasattr(signal, "SIGHUP") or not threading_main():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise Interrupted(signum)
+
+    saved = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, old in saved.items():
+            signal.signal(sig, old)
+
+
+def threading_main() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+@contextlib.contextmanager
+def signals_deferred():
+    """Hold SIGINT, SIGTERM and SIGHUP while a fragment is published, so that a signal cannot land
+    between its two renames; a held signal is delivered when the block ends."""
+    sigs = {signal.SIGINT, signal.SIGTERM, *( [signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])}
+    if not threading_main():
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, sigs)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 # -- run -----------------------------------------------------------------------------------------
