@@ -144,6 +144,9 @@ def regenerate(layout: Layout, manifest: Manifest, platform: Platform, store: St
                                         None, False, 0.0)
                     progress.line(job.key, "failed", f"interrupted ({how})")
                     raise
+                except OSError as e:  # the store cannot take it (a folder where a file goes, a full disk): this job only
+                    outcome = Outcome(job.key, "failed", f"cannot write to the fragment store: {e}; fix that path, then rerun",
+                                      old=job.old)
                 job.done = True
                 outcomes.append(outcome)
                 progress.line(job.key, outcome.status, outcome.message, outcome.wall_s)

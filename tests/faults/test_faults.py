@@ -221,6 +221,8 @@ CASES = [
     Case("failed-json-corrupt-regen", "corrupt store", frag(f"{VICTIM}.failed.json", b"[1]"), "regen", "ok", "ok"),
     Case("skipped-json-corrupt", "corrupt store", frag(f"{VICTIM}.skipped.json", b"nope"), "status", f"corrupt: … {VICTIM}.skipped.json: JSONDecodeError", "corrupt"),
     Case("skipped-json-corrupt-regen", "corrupt store", frag(f"{VICTIM}.skipped.json", b"[]"), "regen", "ok", "ok"),
+    Case("json-is-a-folder", "corrupt store", lambda L: ((L.fragments / PLAT / f"{VICTIM}.json").unlink(), (L.fragments / PLAT / f"{VICTIM}.json").mkdir()),
+         "regen", f"cannot write to the fragment store: [Errno 21] Is a directory", "unchanged"),
     Case("check-corrupt-committed", "corrupt store", truncated, "check", f"{VICTIM}: committed fragment is corrupt", "corrupt"),
 
     # output caps
