@@ -141,10 +141,3 @@ class Layout:
         if not real.is_file():
             raise PathError(f"snippet file {text} not found")
         return real
-
-    def platform_dir(self, key: object, where: str = "platform key") -> Path:
-        """docs/_fragments/<key>/ for a valid platform key (the folder need not exist yet)."""
-        check_platform_key(key, where)
-        d = self.fragments / key
-        contained(d, self.fragments, "fragment folder")
-        return d

@@ -127,9 +127,11 @@ class Store:
         self.root = root
 
     def _dir(self, platform: str) -> Path:
-        """The platform's folder; the key must be a valid platform key (capture.keys), so it cannot leave the store."""
+        """The platform's folder: a valid platform key (capture.keys), and not a symlink out of the store."""
         check_platform_key(platform)
-        return self.root / platform
+        d = self.root / platform
+        contained(d, self.root, "fragment folder")
+        return d
 
     def _paths(self, platform: str, key: str, failed: bool = False) -> tuple[Path, Path]:
         FragmentKey.parse(key)
@@ -152,7 +154,10 @@ class Store:
     def read(self, platform: str, key: str, failed: bool = False) -> Fragment | None:
         """The fragment (or failure record), None when absent. Never raises on a bad file: a file that cannot
         be read, decoded or used is returned as a Fragment with `corrupt` saying why, with the path."""
-        txt, js = self._paths(platform, key, failed)
+        try:
+            txt, js = self._paths(platform, key, failed)
+        except PathError as e:
+            return self._corrupt(platform, key, self.root / platform, str(e))
         if not (js.exists() or js.is_symlink()):
             return None
         for f in (js, txt):
@@ -174,7 +179,7 @@ class Store:
         if why:
             return self._corrupt(platform, key, js, why)
         try:
-            text = _read_text(txt) if txt.is_file() else ""
+            text = _read_text(txt) if txt.exists() else ""  # missing: torn; a folder: unreadable
         except UnicodeDecodeError as e:
             return self._corrupt(platform, key, txt, f"not UTF-8 (byte {e.object[e.start]:#04x} at offset {e.start})")
         except OSError as e:
@@ -220,7 +225,10 @@ class Store:
     def _read_skip(self, platform: str, key: str) -> tuple[str | None, str | None]:
         """(reason, corrupt): the skip record's reason, or why the file is corrupt."""
         FragmentKey.parse(key)
-        path = self._dir(platform) / f"{key}.skipped.json"
+        try:
+            path = self._dir(platform) / f"{key}.skipped.json"
+        except PathError as e:
+            return None, str(e)
         if not (path.exists() or path.is_symlink()):
             return None, None
         try:

@@ -73,7 +73,6 @@ def test_layout_paths_resolve_inside_their_roots(repo):
     assert repo.crate("c") == (repo.root / "crates/c").resolve()
     assert repo.shown("crates/c/src/main.rs") == (repo.root / "crates/c/src/main.rs").resolve()
     assert repo.shown("snippets/a.py").name == "a.py"
-    assert repo.platform_dir(PLAT) == repo.fragments / PLAT
 
 
 @pytest.mark.parametrize("call, arg, message", [
@@ -86,7 +85,6 @@ def test_layout_paths_resolve_inside_their_roots(repo):
     ("shown", "docs/x.md", "only files under snippets/ or crates/"),
     ("shown", "crates", "only files under snippets/ or crates/"),
     ("shown", "snippets/none.py", "snippet file snippets/none.py not found"),
-    ("platform_dir", "../x", "not a valid platform key"),
 ])
 def test_layout_refuses(repo, call, arg, message):
     with pytest.raises((PathError, KeyError_), match=message):
@@ -384,3 +382,229 @@ def test_compare_names_every_kind_of_difference(tmp_path):
     assert problems[4] == "f@cpu: the fresh run failed: boom"
     assert problems[5].startswith("g@cpu: no committed fragment for linux-x86_64-cpu")
     assert json.loads((tmp_path / "old" / PLAT / "d@cpu.json").read_text()) == []  # compare never writes
+
+
+# -- the fault table's rows, straight at the core (fast enough for the mutation run) ------------
+
+from tests.faults import test_faults as table  # noqa: E402
+from tests.faults.faultbook import manifest_text, write  # noqa: E402
+
+
+def _parts_in(message: str, text: str) -> None:
+    pos = 0
+    for part in message.split(" … "):
+        found = text.find(part, pos)
+        assert found >= 0, f"{part!r} not in:\n{text}"
+        pos = found + len(part)
+
+
+@pytest.mark.parametrize("case", [c for c in table.CASES if c.category == "manifest"], ids=lambda c: c.id)
+def test_manifest_rule(tmp_path, case):
+    layout = Layout(tmp_path)
+    write(layout.manifest, manifest_text())
+    case.setup(layout)
+    with pytest.raises(mf.ManifestError) as e:
+        mf.load(layout.manifest)
+    _parts_in(case.message, "error: " + str(e.value))
+
+
+@pytest.mark.parametrize("rid, raw, message, ok", table.RECORD_ROWS, ids=[r[0] for r in table.RECORD_ROWS])
+def test_records_row(rid, raw, message, ok):
+    parsed = parse_records(raw)
+    if ok:
+        assert parsed.errors == [] and parsed.records
+    else:
+        assert any(message in e for e in parsed.errors), parsed.errors
+
+
+def _store_with_victim(tmp_path) -> Layout:
+    layout = Layout(tmp_path / "book")
+    store = Store(layout.fragments)
+    meta = {"experiment": "victim", "inputs_hash": "h", "records": [{"name": "v", "value": 1.5, "unit": "s", "tags": {}}]}
+    store.write(PLAT, "victim@cpu", "victim ok\n", meta)
+    return layout
+
+
+CORRUPT = [c for c in table.CASES if c.victim == "corrupt" and c.action in ("read", "status")]
+
+
+@pytest.mark.parametrize("case", CORRUPT, ids=lambda c: c.id)
+def test_corrupt_row(tmp_path, case):
+    layout = _store_with_victim(tmp_path)
+    case.setup(layout)
+    store = Store(layout.fragments)
+    reason = store.corrupt(PLAT, "victim@cpu")
+    _parts_in(case.message.split(" … ")[-1], reason)
+    assert str(layout.fragments / PLAT) in reason  # names the path
+    for failed in (False, True):
+        frag = store.read(PLAT, "victim@cpu", failed)
+        if frag is not None and frag.corrupt:
+            assert (frag.platform, frag.key, frag.text, frag.meta, frag.torn) == (PLAT, "victim@cpu", "", {}, True)
+
+
+@pytest.mark.parametrize("which", ["json", "txt"])
+def test_a_folder_where_a_fragment_file_goes_is_corrupt(tmp_path, which):
+    layout = _store_with_victim(tmp_path)
+    f = layout.fragments / PLAT / f"victim@cpu.{which}"
+    f.unlink()
+    f.mkdir()
+    frag = Store(layout.fragments).read(PLAT, "victim@cpu")
+    assert frag.corrupt == f"{f}: unreadable (IsADirectoryError: [Errno 21] Is a directory: '{f}')"
+
+
+def test_corrupt_messages_exactly(tmp_path):
+    layout = _store_with_victim(tmp_path)
+    js, txt = layout.fragments / PLAT / "victim@cpu.json", layout.fragments / PLAT / "victim@cpu.txt"
+    store = Store(layout.fragments)
+    good = js.read_bytes()
+    js.write_bytes(b'{"a": 1,')
+    assert store.read(PLAT, "victim@cpu").corrupt == f"{js}: invalid JSON (Expecting property name enclosed in double quotes at line 1 column 9)"
+    js.write_bytes(b"\n \n")
+    assert store.read(PLAT, "victim@cpu").corrupt == f"{js}: empty"
+    js.write_bytes(b'{"x": "\xc3"}')
+    assert store.read(PLAT, "victim@cpu").corrupt == f"{js}: not UTF-8 (byte 0xc3 at offset 7)"
+    js.write_bytes(good)
+    txt.write_bytes(b"ok \xff")
+    assert store.read(PLAT, "victim@cpu").corrupt == f"{txt}: not UTF-8 (byte 0xff at offset 3)"
+    txt.unlink()
+    txt.symlink_to(tmp_path)
+    assert store.read(PLAT, "victim@cpu").corrupt.startswith(f"{txt}: a symlink is not a fragment (fragment file {txt} leaves")
+    sk = layout.fragments / PLAT / "victim@cpu.skipped.json"
+    sk.write_text("{")
+    assert store.corrupt(PLAT, "victim@cpu") == f"{txt}: a symlink is not a fragment (fragment file {txt} leaves {layout.fragments} (through a symlink): it resolves to {tmp_path}; only files inside {layout.fragments} are allowed)"
+    txt.unlink()
+    txt.write_text("victim ok\n")
+    assert store.corrupt(PLAT, "victim@cpu") == f"{sk}: JSONDecodeError: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"
+    sk.write_text(" ")
+    assert store.corrupt(PLAT, "victim@cpu") == f"{sk}: empty"
+    sk.write_text('{"reason": 3}')
+    assert store.corrupt(PLAT, "victim@cpu") == f"{sk}: a skip record is an object with a string 'reason'"
+    sk.write_text('["x"]')
+    assert store.corrupt(PLAT, "victim@cpu") == f"{sk}: a skip record is an object with a string 'reason'"
+    assert store.skip_reason(PLAT, "victim@cpu") is None
+
+
+def test_written_files_are_exactly_the_committed_format(tmp_path):
+    """Fragments are committed: stable, readable bytes (indent 1, Chinese as is, keys in the order given)."""
+    s = Store(tmp_path)
+    s.write(PLAT, "e@cpu", "输出\r\n", {"z": 1, "inputs_hash": "h", "a": "中"})
+    js = (tmp_path / PLAT / "e@cpu.json").read_bytes().decode("utf-8")
+    sha = sha256_text("输出\r\n")
+    assert js == f'{{\n "schema": {SCHEMA},\n "z": 1,\n "inputs_hash": "h",\n "a": "中",\n "text_sha256": "{sha}"\n}}\n'
+    assert (tmp_path / PLAT / "e@cpu.txt").read_bytes() == "输出\r\n".encode("utf-8")
+    s.write_failure(PLAT, "e@cpu", "失败\n", {"inputs_hash": "h", "failure": "坏"})
+    fj = (tmp_path / PLAT / "e@cpu.failed.json").read_bytes().decode("utf-8")
+    assert fj == f'{{\n "schema": {SCHEMA},\n "inputs_hash": "h",\n "failure": "坏",\n "text_sha256": "{sha256_text("失败" + chr(10))}"\n}}\n'
+    s.write_skip(PLAT, "e@gpu", "没有 GPU")
+    assert (tmp_path / PLAT / "e@gpu.skipped.json").read_bytes().decode("utf-8") == f'{{"schema": {SCHEMA}, "reason": "没有 GPU"}}\n'
+    assert sha256_text("a") == "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb"
+
+
+def test_a_rewrite_of_a_broken_skip_record(tmp_path):
+    s = Store(tmp_path)
+    p = tmp_path / PLAT / "e@gpu.skipped.json"
+    p.parent.mkdir(parents=True)
+    p.mkdir()  # unreadable as a file: written anew (here the rename onto a folder fails loudly)
+    with pytest.raises(OSError):
+        s.write_skip(PLAT, "e@gpu", "why")
+
+
+# -- more exact messages of the path policy -------------------------------------------------
+
+def test_path_messages_exactly(repo, tmp_path):
+    root = repo.root
+    with pytest.raises(PathError) as e:
+        contained(tmp_path / "elsewhere", root, "script")
+    assert str(e.value) == (f"script {tmp_path / 'elsewhere'} leaves {root}: it resolves to {(tmp_path / 'elsewhere').resolve()}; "
+                            f"only files inside {root} are allowed")
+    with pytest.raises(PathError, match=r"^script 'c:/x\.py' is absolute"):
+        relative_shape("c:/x.py", "script")
+    with pytest.raises(PathError, match=r"^script 'snippets/\.\./a\.py' has"):
+        repo.script("snippets/../a.py")
+    with pytest.raises(PathError, match=r"^snippet path '/etc/passwd' is absolute"):
+        repo.shown("/etc/passwd")
+    with pytest.raises(PathError) as e:
+        repo.crate("none")
+    assert str(e.value) == f"crate crates/none not found (no {root / 'crates/none/Cargo.toml'})"
+    with pytest.raises(KeyError_, match=r"^platform key '\.\./x' is not"):
+        repo.run_dir("../x")
+    (root / "snippets/out.py").symlink_to(tmp_path / "o.py")
+    (tmp_path / "o.py").write_text("")
+    with pytest.raises(PathError, match=rf"^script {root / 'snippets/out.py'} leaves {root / 'snippets'} \(through a symlink\)"):
+        repo.script("snippets/out.py")
+    with pytest.raises(PathError, match=rf"^snippet {root / 'snippets/out.py'} leaves"):
+        repo.shown("snippets/out.py")
+    (root / "crates/evil").symlink_to(tmp_path)
+    with pytest.raises(PathError, match=rf"^crate {root / 'crates/evil'} leaves"):
+        repo.crate("evil")
+    (root / "docs/_fragments").mkdir(parents=True)
+    (root / "docs/_fragments" / PLAT).symlink_to(tmp_path)
+    store = Store(root / "docs/_fragments")
+    frag = store.read(PLAT, "e@cpu")
+    assert frag.corrupt == (f"{root / 'docs/_fragments' / PLAT}: fragment folder {root / 'docs/_fragments' / PLAT} leaves "
+                            f"{root / 'docs/_fragments'} (through a symlink): it resolves to {tmp_path}; only files inside "
+                            f"{root / 'docs/_fragments'} are allowed")
+    assert store.corrupt(PLAT, "e@cpu") == frag.corrupt and store.skip_reason(PLAT, "e@cpu") is None
+    with pytest.raises(PathError, match="fragment folder .* leaves"):
+        store.write(PLAT, "e@cpu", "x", {"inputs_hash": "h"})
+    import shutil
+
+    shutil.rmtree(root / "snippets")
+    (root / "snippets").symlink_to(tmp_path)
+    with pytest.raises(PathError, match=rf"^the snippets/ folder {root / 'snippets'} leaves {root} \(through a symlink\)"):
+        repo.script("snippets/o.py")
+
+
+def test_records_messages_exactly():
+    p = parse_records(b'{"name": "\xff"}\n{"name": "a", "value": NaN}\nnot json\n{"name": "b", "value": 2, "x": 1}\n{"name": "c", "value": 3}\n')
+    assert p.errors == [
+        "line 1: not UTF-8 (byte 0xff at column 11)",
+        "line 2: NaN is not a finite number",
+        "line 3: Expecting value: line 1 column 1 (char 0)",
+        "line 4: unknown field(s) ['x']; a record has name, value, unit, tags",
+    ]
+    assert [r["name"] for r in p.records] == ["c"]  # lines after bad ones still count
+    assert record_problem({"name": "a", "value": [1, 2]}) == "record 'a': value [1, 2] is a list, not a number, string or bool"
+    assert record_problem({"name": "a", "value": list(range(30))}) == "record 'a': value [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 1 is a list, not a number, string or bool"
+    assert record_problem({"name": "a", "value": 1, "tags": "k"}) == "record 'a': tags must be an object of scalars, not str"
+
+
+# -- check.read_settled ----------------------------------------------------------------------
+
+def test_read_settled_waits_for_a_torn_fragment_then_gives_up(tmp_path, monkeypatch):
+    import capture.check as checkmod
+
+    s = Store(tmp_path)
+    s.write(PLAT, "e@cpu", "x\n", {"inputs_hash": "h"})
+    assert checkmod.read_settled(s, PLAT, "e@cpu").text == "x\n"
+    assert checkmod.read_settled(s, PLAT, "none@cpu") is None
+    (tmp_path / PLAT / "e@cpu.txt").write_text("mid\n")
+    sleeps = []
+    monkeypatch.setattr(checkmod.time, "sleep", lambda t: sleeps.append(t))
+    monkeypatch.setattr(checkmod, "TORN_RETRIES", 3)
+    assert checkmod.read_settled(s, PLAT, "e@cpu").torn and sleeps == [0.1, 0.1, 0.1]
+    sleeps.clear()
+
+    def settle(t):
+        sleeps.append(t)
+        (tmp_path / PLAT / "e@cpu.txt").write_text("x\n")
+
+    monkeypatch.setattr(checkmod.time, "sleep", settle)
+    frag = checkmod.read_settled(s, PLAT, "e@cpu")
+    assert not frag.torn and frag.text == "x\n" and sleeps == [0.1]
+    (tmp_path / PLAT / "e@cpu.json").write_text("[]")
+    sleeps.clear()
+    assert checkmod.read_settled(s, PLAT, "e@cpu").corrupt and sleeps == []  # corrupt does not settle: no wait
+
+
+def test_compare_when_the_fresh_run_left_nothing(tmp_path):
+    m = mf.load(write_manifest(tmp_path, '[[experiment]]\nid = "a"\nscript = "snippets/a.py"\n[[experiment]]\nid = "b"\nscript = "snippets/a.py"\n'))
+    old, new = Store(tmp_path / "old"), Store(tmp_path / "new")
+    for k in ("a@cpu", "b@cpu"):
+        old.write(PLAT, k, "x\n", {"inputs_hash": "h"})
+    (tmp_path / "new" / PLAT).mkdir(parents=True)
+    (tmp_path / "new" / PLAT / "b@cpu.json").write_text("{")
+    problems = compare(m, old, new, PLAT, [Outcome("a@cpu", "ok"), Outcome("b@cpu", "ok")])
+    assert problems[0] == "a@cpu: the fresh run left no readable fragment (none)"
+    assert problems[1].startswith(f"b@cpu: the fresh run left no readable fragment ({tmp_path / 'new' / PLAT / 'b@cpu.json'}: invalid JSON")
+    assert len(problems) == 2

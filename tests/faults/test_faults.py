@@ -110,6 +110,25 @@ def truncated(L: Layout):
 
 # -- the table -----------------------------------------------------------------------------
 
+# Records files: (id, bytes a snippet wrote to BOOK_RECORDS, the message, whether the run may publish).
+RECORD_ROWS = [
+    ("record-nan", b'{"name": "r", "value": NaN}\n', "line 1: NaN is not a finite number", False),
+    ("record-infinity", b'{"name": "r", "value": 1}\n{"name": "r", "value": -Infinity}\n', "line 2: -Infinity is not a finite number", False),
+    ("record-null", b'{"name": "r", "value": null}\n', "line 1: record 'r': value null is a NoneType, not a number, string or bool", False),
+    ("record-list-value", b'{"name": "r", "value": [1]}\n', "line 1: record 'r': value [1] is a list", False),
+    ("record-empty-name", b'{"name": "", "value": 1}\n', "line 1: name must be a non-empty string, not ''", False),
+    ("record-int-name", b'{"name": 3, "value": 1}\n', "line 1: name must be a non-empty string, not 3", False),
+    ("record-unit-int", b'{"name": "r", "value": 1, "unit": 1}\n', "line 1: record 'r': unit must be a string", False),
+    ("record-nested-tag", b'{"name": "r", "value": 1, "tags": {"a": {"b": 1}}}\n', "line 1: record 'r': tag 'a'", False),
+    ("record-tags-list", b'{"name": "r", "value": 1, "tags": ["a"]}\n', "tags must be an object of scalars, not list", False),
+    ("record-unknown-field", b'{"name": "r", "value": 1, "note": "x"}\n', "line 1: unknown field(s) ['note']", False),
+    ("record-not-object", b'[1, 2]\n', "line 1: a record is a JSON object, not list", False),
+    ("record-bad-utf8", b'{"name": "r", "value": 1}\n{"name": "\xff", "value": 2}\n', "line 2: not UTF-8 (byte 0xff at column 11)", False),
+    ("record-bad-json-middle", b'{"name": "r", "value": 1}\n{"name": \n{"name": "s", "value": 2}\n', "line 2: Expecting value", False),
+    ("record-half-last-line", b'{"name": "r", "value": 1}\n{"name": "s", "va', "ok", True),
+]
+
+
 @dataclass(frozen=True)
 class Case:
     id: str
@@ -235,21 +254,8 @@ CASES = [
     Case("records-over-cap", "output cap", both(records(b'{"name": "r", "value": 1}\n' * 20), entry(S + "max_output = 200\n")), "regen",
          "records file passed max_output (520 > 200 bytes)", "failed"),
 
-    # records
-    Case("record-nan", "records", records(b'{"name": "r", "value": NaN}\n'), "regen", "line 1: NaN is not a finite number", "failed"),
-    Case("record-infinity", "records", records(b'{"name": "r", "value": 1}\n{"name": "r", "value": -Infinity}\n'), "regen", "line 2: -Infinity is not a finite number", "failed"),
-    Case("record-null", "records", records(b'{"name": "r", "value": null}\n'), "regen", "line 1: record 'r': value null is a NoneType, not a number, string or bool", "failed"),
-    Case("record-list-value", "records", records(b'{"name": "r", "value": [1]}\n'), "regen", "line 1: record 'r': value [1] is a list", "failed"),
-    Case("record-empty-name", "records", records(b'{"name": "", "value": 1}\n'), "regen", "line 1: name must be a non-empty string, not ''", "failed"),
-    Case("record-int-name", "records", records(b'{"name": 3, "value": 1}\n'), "regen", "line 1: name must be a non-empty string, not 3", "failed"),
-    Case("record-unit-int", "records", records(b'{"name": "r", "value": 1, "unit": 1}\n'), "regen", "line 1: record 'r': unit must be a string", "failed"),
-    Case("record-nested-tag", "records", records(b'{"name": "r", "value": 1, "tags": {"a": {"b": 1}}}\n'), "regen", "line 1: record 'r': tag 'a'", "failed"),
-    Case("record-tags-list", "records", records(b'{"name": "r", "value": 1, "tags": ["a"]}\n'), "regen", "tags must be an object of scalars, not list", "failed"),
-    Case("record-unknown-field", "records", records(b'{"name": "r", "value": 1, "note": "x"}\n'), "regen", "line 1: unknown field(s) ['note']", "failed"),
-    Case("record-not-object", "records", records(b'[1, 2]\n'), "regen", "line 1: a record is a JSON object, not list", "failed"),
-    Case("record-bad-utf8", "records", records(b'{"name": "r", "value": 1}\n{"name": "\xff", "value": 2}\n'), "regen", "line 2: not UTF-8 (byte 0xff at column 11)", "failed"),
-    Case("record-bad-json-middle", "records", records(b'{"name": "r", "value": 1}\n{"name": \n{"name": "s", "value": 2}\n'), "regen", "line 2: Expecting value", "failed"),
-    Case("record-half-last-line", "records", records(b'{"name": "r", "value": 1}\n{"name": "s", "va'), "regen", "ok", "ok"),
+    # records: see RECORD_ROWS
+    *[Case(i, "records", records(raw), "regen", "ok" if ok else msg, "ok" if ok else "failed") for i, raw, msg, ok in RECORD_ROWS],
 
     # runs that end the wrong way keep the last good fragment
     Case("exit-1-unexpected", "run", code("raise SystemExit(1)\n"), "regen", "expected exit 0, got exit 1", "failed"),
