@@ -608,3 +608,94 @@ def test_compare_when_the_fresh_run_left_nothing(tmp_path):
     assert problems[0] == "a@cpu: the fresh run left no readable fragment (none)"
     assert problems[1].startswith(f"b@cpu: the fresh run left no readable fragment ({tmp_path / 'new' / PLAT / 'b@cpu.json'}: invalid JSON")
     assert len(problems) == 2
+
+
+def test_manifest_defaults_of_every_optional_key(tmp_path):
+    a = mf.load(write_manifest(tmp_path, '[[experiment]]\nid = "a"\nscript = "snippets/a.py"\n')).experiments[0]
+    assert (a.title, a.platforms, a.source_hash, a.bin, a.crate, a.script, a.framework) == ("", (), "code", None, None, "snippets/a.py", "none")
+    assert a.expect == {"cpu": mf.Expect(0, False)}
+    c = mf.load(write_manifest(tmp_path, '[[experiment]]\nid = "c"\ncrate = "k"\n')).experiments[0]
+    assert (c.crate, c.script, c.binary, c.roles) == ("k", None, "k", ("cpu",))
+
+
+@pytest.mark.parametrize("value, shown", [
+    ("1.5", "float 1.5"), ("[1]", "array [1]"), ("{a = 1}", "table {'a': 1}"), ("true", "boolean True"),
+    ("1979-05-27", "date datetime.date(1979, 5, 27)"),
+])
+def test_messages_name_the_toml_type(tmp_path, value, shown):
+    with pytest.raises(mf.ManifestError) as e:
+        mf.load(write_manifest(tmp_path, f'[[experiment]]\nid = "a"\nscript = "snippets/a.py"\ntitle = {value}\n'))
+    assert str(e.value) == f"docs/experiments.toml:2: experiment a: title must be a string, not {shown}"
+
+
+@pytest.mark.parametrize("value, shown", [('"s"', "string 's'"), ('"' + "x" * 50 + '"', "string '" + "x" * 36 + "...")])
+def test_long_values_are_shortened(tmp_path, value, shown):
+    with pytest.raises(mf.ManifestError) as e:
+        mf.load(write_manifest(tmp_path, f'[[experiment]]\nid = "a"\nscript = "snippets/a.py"\ntimeout = {value}\n'))
+    assert str(e.value) == f"docs/experiments.toml:2: experiment a: timeout must be a number of seconds, not {shown}"
+
+
+def test_every_bad_entry_is_reported_not_only_the_first(tmp_path):
+    with pytest.raises(mf.ManifestError) as e:
+        mf.load(write_manifest(tmp_path, 'experiment = [3, {id = "b", script = "snippets/b.py", bin = "a/b"}]\n'))
+    assert str(e.value).splitlines() == [
+        "docs/experiments.toml:0: experiment ?: an [[experiment]] entry must be a table, not integer 3",
+        "docs/experiments.toml:0: experiment b: bin 'a/b' must be a name (letters, digits, '_' or '-'), e.g. design-bench",
+        "docs/experiments.toml:0: experiment b: bin names a binary of a crate; it needs crate",
+    ]
+
+
+def test_default_expect_names_the_key(tmp_path):
+    with pytest.raises(mf.ManifestError) as e:
+        mf.load(write_manifest(tmp_path, '[defaults]\nexpect = "exit x"\n\n[[experiment]]\nid = "a"\nscript = "snippets/a.py"\n'))
+    assert str(e.value) == "docs/experiments.toml:1: expect must be 'exit N', 'exit any' or 'timeout', not 'exit x'"
+
+
+def test_missing_text_file_is_torn_not_corrupt(tmp_path):
+    layout = _store_with_victim(tmp_path)
+    (layout.fragments / PLAT / "victim@cpu.txt").unlink()
+    frag = Store(layout.fragments).read(PLAT, "victim@cpu")
+    assert (frag.platform, frag.key, frag.text, frag.torn, frag.corrupt) == (PLAT, "victim@cpu", "", True, None)
+    assert frag.meta["experiment"] == "victim"
+
+
+def test_corrupt_fragments_keep_their_platform_and_key(tmp_path):
+    layout = _store_with_victim(tmp_path)
+    js = layout.fragments / PLAT / "victim@cpu.json"
+    js.unlink()
+    js.mkdir()
+    for frag in (Store(layout.fragments).read(PLAT, "victim@cpu"),):
+        assert (frag.platform, frag.key, frag.text, frag.meta) == (PLAT, "victim@cpu", "", {})
+    js.rmdir()
+    root = tmp_path / "store"
+    (root).mkdir()
+    (root / PLAT).symlink_to(tmp_path)
+    frag = Store(root).read(PLAT, "victim@cpu")
+    assert (frag.platform, frag.key, frag.torn) == (PLAT, "victim@cpu", True) and frag.corrupt
+
+
+def test_run_dir_is_new_per_call_under_its_kind(tmp_path):
+    layout = Layout(tmp_path)
+    a = layout.run_dir(PLAT)
+    b = layout.run_dir(PLAT, kind="check")
+    assert a.is_dir() and b.is_dir()
+    assert a.parent == tmp_path / ".capture" / "runs" / PLAT and b.parent == tmp_path / ".capture" / "check" / PLAT
+    pid, token = a.name.split("-")
+    assert pid == str(os.getpid()) and len(token) == 8 and int(token, 16) >= 0
+
+
+def test_skip_record_rewrite_after_it_went_bad(tmp_path):
+    s = Store(tmp_path)
+    s.write_skip(PLAT, "e@gpu", "why")
+    p = tmp_path / PLAT / "e@gpu.skipped.json"
+    p.write_text("{")
+    s.write_skip(PLAT, "e@gpu", "why")
+    assert s.skip_reason(PLAT, "e@gpu") == "why"
+
+
+def test_compare_goes_on_after_a_failed_job(tmp_path):
+    m = mf.load(write_manifest(tmp_path, '[[experiment]]\nid = "a"\nscript = "snippets/a.py"\n[[experiment]]\nid = "b"\nscript = "snippets/a.py"\n'))
+    old, new = Store(tmp_path / "old"), Store(tmp_path / "new")
+    problems = compare(m, old, new, PLAT, [Outcome("a@cpu", "failed", "x"), Outcome("b@cpu", "ok")])
+    assert problems == ["a@cpu: the fresh run failed: x",
+                        "b@cpu: no committed fragment for linux-x86_64-cpu; run `nox -s regenerate -- --only b --device cpu` and commit it"]
