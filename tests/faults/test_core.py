@@ -699,3 +699,27 @@ def test_compare_goes_on_after_a_failed_job(tmp_path):
     problems = compare(m, old, new, PLAT, [Outcome("a@cpu", "failed", "x"), Outcome("b@cpu", "ok")])
     assert problems == ["a@cpu: the fresh run failed: x",
                         "b@cpu: no committed fragment for linux-x86_64-cpu; run `nox -s regenerate -- --only b --device cpu` and commit it"]
+
+
+@pytest.mark.parametrize("body, message", [
+    ("timeout = 0.5\n", None),
+    ("max_output = 1\n", None),
+    ("max_output = 0\n", "max_output must be positive, not 0"),
+    ("timeout = 0\n", "timeout must be a positive number of seconds, not 0"),
+    ("env = { A = true }\n", "env.A must be a string (write true in quotes), not boolean True"),
+    ('args = ["{dev}"]\n', "args: unknown placeholder {dev} in '{dev}' (did you mean 'device'?); known: {device}"),
+    ('args = { tpu = [] }\n', "args: unknown role(s) ['tpu']; a per-role table has keys cpu, gpu"),
+    ('platforms = ["bsd"]\n', "platforms: unknown operating system 'bsd'; known: macos, linux"),
+    ("roles = 1\n", "roles must be an array of strings, not integer 1"),
+    ('framework = 3\n', "framework must be one of torch, burn, candle, none, not integer 3"),
+    ('framework = "tourch"\n', "framework must be one of torch, burn, candle, none, not string 'tourch' (did you mean 'torch'?)"),
+    ("id = 3\n", "id must be a string of lowercase letters, digits, '.', '_' or '-' (starting with a letter or digit), not integer 3"),
+])
+def test_manifest_values_at_their_limits(tmp_path, body, message):
+    text = '[[experiment]]\nscript = "snippets/a.py"\n' + ("" if body.startswith("id =") else 'id = "a"\n') + body
+    if message is None:
+        mf.load(write_manifest(tmp_path, text))
+        return
+    with pytest.raises(mf.ManifestError) as e:
+        mf.load(write_manifest(tmp_path, text))
+    assert str(e.value).split(": ", 2)[2] == message or str(e.value).endswith(": " + message), str(e.value)
