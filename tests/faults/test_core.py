@@ -723,3 +723,12 @@ def test_manifest_values_at_their_limits(tmp_path, body, message):
     with pytest.raises(mf.ManifestError) as e:
         mf.load(write_manifest(tmp_path, text))
     assert str(e.value).split(": ", 2)[2] == message or str(e.value).endswith(": " + message), str(e.value)
+
+
+def test_a_manifest_without_experiments_loads_empty(tmp_path):
+    assert mf.load(write_manifest(tmp_path, "[defaults]\ntimeout = 5\n")).experiments == ()
+
+
+def test_max_output_true_is_not_one_byte(tmp_path):
+    with pytest.raises(mf.ManifestError, match=r"max_output must be a number of bytes or a string like '512 KiB', not boolean True"):
+        mf.load(write_manifest(tmp_path, '[[experiment]]\nid = "a"\nscript = "snippets/a.py"\nmax_output = true\n'))
