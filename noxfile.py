@@ -81,3 +81,14 @@ def serve(session):
     """Live preview: rebuild on change and reload the browser."""
     install(session, ["docs"], ["serve"])
     session.run("sphinx-autobuild", *SPHINX[1:], "--watch", "snippets", "--watch", "crates", "--watch", "capture", *session.posargs)
+
+
+@nox.session(default=False)
+def mutate(session):
+    """Mutation testing of the capture core ([tool.mutmut] in pyproject.toml) against the fast tests; not part of `tests`.
+
+    Then `mutmut results` lists the surviving mutants and `mutmut show NAME` shows one.
+    """
+    install(session, "test", "mutate")
+    session.run("mutmut", "run", *session.posargs)
+    session.run("mutmut", "results")

@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 from capture import manifest as manifestmod
+from capture.keys import check_platform_key
 from capture.paths import Layout, find_root
-from capture.platform import detect
+from capture.platform import Platform, detect
 from capture.store import Store, StoreLocked
 
 
@@ -21,11 +22,22 @@ def _common(layout: Layout):
     return manifest, Store(layout.fragments)
 
 
+def _platform() -> Platform:
+    """This machine; its key (detected, or BOOK_PLATFORM) must be a valid platform key: it names a folder."""
+    platform = detect()
+    try:
+        check_platform_key(platform.key, "platform key (BOOK_PLATFORM, or detected)")
+    except ValueError as e:
+        raise SystemExit(f"error: {e}") from None
+    return platform
+
+
 def cmd_regenerate(args, layout: Layout) -> int:
     from capture.regenerate import Options, regenerate
+    from capture.runner import Interrupted
 
     manifest, store = _common(layout)
-    platform = detect()
+    platform = _platform()
     if args.prebuilt:
         from capture.prebuilt import verify
 
@@ -43,9 +55,10 @@ def cmd_regenerate(args, layout: Layout) -> int:
     except manifestmod.ManifestError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("interrupted: fragments written so far are kept; the rest are unchanged", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as e:
+        how = f" by {e.args[0]}" if isinstance(e, Interrupted) else ""
+        print(f"interrupted{how}: fragments written so far are kept; the rest are unchanged", file=sys.stderr)
+        return 128 + (e.signum if isinstance(e, Interrupted) else 2)
     if not args.no_review:
         from capture.review import review
 
@@ -64,11 +77,15 @@ def cmd_status(args, layout: Layout) -> int:
     from capture.status import as_json, collect, problems, render
 
     manifest, store = _common(layout)
-    here = detect()
+    here = _platform()
     book = Book(layout.root, _book_order(layout), of_machine(here, machine_record(here)))
     platforms = book.platforms() + ([here.key] if here.key not in book.platforms() else [])
-    entries = collect(book, platforms)
-    claims = failing_claims(book)
+    try:
+        entries = collect(book, platforms)
+        claims = failing_claims(book)
+    except (OSError, ValueError) as e:  # e.g. a script the manifest names is missing (the message names the line)
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     if args.json:
         print(json.dumps({"this_platform": here.key, "entries": as_json(entries), "failing_claims": claims}, indent=1, ensure_ascii=False))
     else:
@@ -100,7 +117,14 @@ def cmd_check(args, layout: Layout) -> int:
     from capture.check import check
 
     manifest, store = _common(layout)
-    return check(layout, manifest, store, detect(), only=args.only, roles=args.device, python=args.python or sys.executable)
+    try:
+        return check(layout, manifest, store, _platform(), only=args.only, roles=args.device, python=args.python or sys.executable)
+    except manifestmod.ManifestError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("check interrupted; the committed fragments are untouched", file=sys.stderr)
+        return 130
 
 
 def cmd_build_prebuilt(args, layout: Layout) -> int:

@@ -1,26 +1,107 @@
-"""Records: the structured measurements snippets emit next to their human-readable output."""
+"""Records: the structured measurements snippets emit next to their human-readable output.
+
+One JSON object per line of the file named by BOOK_RECORDS:
+
+    {"name": "t.synced", "value": 0.0021, "unit": "s", "tags": {"run": "0"}}
+
+name: a non-empty string; value: a finite number, a string or a bool; unit: a string (default
+""); tags: a flat object of strings, finite numbers or bools (default {}). Anything else on a
+line is an error reported with its line number, and the run is not published.
+"""
 
 from __future__ import annotations
 
 import json
+import math
+from dataclasses import dataclass, field
 from pathlib import Path
+
+FIELDS = ("name", "value", "unit", "tags")
+
+
+@dataclass
+class Parsed:
+    records: list[dict] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # "line N: why"
+
+
+def _scalar_problem(v: object) -> str | None:
+    if isinstance(v, bool) or isinstance(v, str):
+        return None
+    if isinstance(v, (int, float)):
+        return None if math.isfinite(v) else f"{v!r} is not a finite number"
+    return f"{json.dumps(v)[:40]} is a {type(v).__name__}, not a number, string or bool"
+
+
+def record_problem(rec: object) -> str | None:
+    """Why `rec` is not a valid record, or None."""
+    if not isinstance(rec, dict):
+        return f"a record is a JSON object, not {type(rec).__name__}"
+    unknown = sorted(set(rec) - set(FIELDS))
+    if unknown:
+        return f"unknown field(s) {unknown}; a record has {', '.join(FIELDS)}"
+    name = rec.get("name")
+    if not isinstance(name, str) or not name.strip():
+        return f"name must be a non-empty string, not {name!r}"
+    if "value" not in rec:
+        return f"record {name!r} has no value"
+    why = _scalar_problem(rec["value"])
+    if why:
+        return f"record {name!r}: value {why}"
+    if not isinstance(rec.get("unit", ""), str):
+        return f"record {name!r}: unit must be a string, not {rec['unit']!r}"
+    tags = rec.get("tags", {})
+    if not isinstance(tags, dict):
+        return f"record {name!r}: tags must be an object of scalars, not {type(tags).__name__}"
+    for k, v in tags.items():
+        why = _scalar_problem(v)
+        if why:
+            return f"record {name!r}: tag {k!r}: {why}"
+    return None
+
+
+def _reject_constant(text: str):
+    raise ValueError(f"{text} is not a finite number")
+
+
+def parse_records(data: bytes) -> Parsed:
+    """Records from JSONL bytes, with every bad line named. A last line without its newline that
+    does not parse is a write cut short by a crash: dropped, not an error (the run's exit says more)."""
+    out = Parsed()
+    lines = data.split(b"\n")
+    for n, raw in enumerate(lines, 1):
+        if not raw.strip():
+            continue
+        last_unterminated = n == len(lines)
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            out.errors.append(f"line {n}: not UTF-8 (byte {raw[e.start]:#04x} at column {e.start + 1})")
+            continue
+        try:
+            rec = json.loads(line, parse_constant=_reject_constant)
+        except ValueError as e:
+            if last_unterminated and isinstance(e, json.JSONDecodeError):
+                continue
+            out.errors.append(f"line {n}: {e}")
+            continue
+        why = record_problem(rec)
+        if why:
+            out.errors.append(f"line {n}: {why}")
+            continue
+        out.records.append({"name": rec["name"], "value": rec["value"], "unit": rec.get("unit", ""), "tags": rec.get("tags", {})})
+    return out
+
+
+def read_file(path: Path) -> Parsed:
+    if not path.is_file():
+        return Parsed()
+    return parse_records(path.read_bytes())
 
 
 def read_records(path: Path) -> list[dict]:
-    """Records from a JSONL file; a half-written last line (a crash mid-write) is dropped."""
-    if not path.is_file():
-        return []
-    out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(rec, dict) and "name" in rec and "value" in rec:
-            rec.setdefault("unit", "")
-            rec.setdefault("tags", {})
-            out.append(rec)
-    return out
+    """The valid records of a JSONL file (bad lines left out; `read_file` names them)."""
+    return read_file(path).records
 
 
 def matches(rec: dict, name: str, tags: dict | None = None) -> bool:

@@ -1,9 +1,16 @@
-"""Regenerate: plan what is stale for this platform, build once, run, capture into the store."""
+"""Regenerate: plan what is stale for this platform, build once, run, capture into the store.
+
+Nothing is lost when a run fails or is interrupted: a failure (a wrong exit, a timeout, output
+past max_output, invalid records, a missing script or crate, Ctrl-C, SIGTERM, SIGHUP) is written
+beside the last good fragment as <key>.failed.*, which stays as it was. Each process has its own
+scratch folder (.capture/runs/<platform>/<pid>-<random>/), removed when every job succeeded.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 import os
+import shutil
 import sys
 import time
 from dataclasses import dataclass, field, replace
@@ -13,12 +20,12 @@ from capture import build as buildmod
 from capture import inputs as inputsmod
 from capture import sanitize
 from capture.manifest import Experiment, Manifest
-from capture.paths import Layout
+from capture.paths import Layout, PathError
 from capture.platform import Platform, exec_failure, load_average, machine_record
 from capture.progress import Progress
-from capture.records import read_records
+from capture.records import read_file
 from capture.roles import cargo_features, resolve
-from capture.runner import run
+from capture.runner import Interrupted, run, signals_deferred, signals_interrupt
 from capture.store import Fragment, Store
 from capture.versions import lock_versions, probe_python
 
@@ -32,6 +39,9 @@ class Job:
     inputs: dict = field(default_factory=dict)
     skip_reason: str = ""
     old: Fragment | None = None
+    error: str = ""  # why it cannot run at all (a missing or escaping script/crate), naming the manifest line
+    corrupt: str | None = None  # one of its files in the store (fragment, failure or skip record) is corrupt
+    done: bool = False  # its outcome is settled (published or recorded as failed)
 
     @property
     def key(self) -> str:
@@ -57,6 +67,18 @@ class Options:
     prebuilt: Path | None = None  # run binaries built elsewhere, skip cargo
 
 
+def source_problem(exp: Experiment, layout: Layout, where: str) -> str:
+    """Why the experiment's script or crate cannot be used (missing, or outside its root), or ''."""
+    try:
+        if exp.script:
+            layout.script(exp.script)
+        else:
+            layout.crate(exp.crate)
+    except PathError as e:
+        return f"{where}: {e}"
+    return ""
+
+
 def plan(layout: Layout, manifest: Manifest, platform: Platform, store: Store, opts: Options) -> list[Job]:
     prebuilt_gpu = buildmod.load_prebuilt(opts.prebuilt).gpu_devices if opts.prebuilt else None
     jobs = []
@@ -69,17 +91,25 @@ def plan(layout: Layout, manifest: Manifest, platform: Platform, store: Store, o
                 res = type(res)(None, f"runs only on {', '.join(exp.platforms)}")
             job = Job(exp, role, res.device, skip_reason=res.reason)
             if res.device:
-                job.inputs = inputsmod.inputs(exp, role, layout)
-                job.hash = inputsmod.digest(job.inputs)
                 job.old = store.read(platform.key, job.key)
+                job.corrupt = store.corrupt(platform.key, job.key)
+                job.error = source_problem(exp, layout, manifest.where(exp))
+                if not job.error:
+                    try:
+                        job.inputs = inputsmod.inputs(exp, role, layout)
+                    except (OSError, ValueError) as e:  # a source it reads is missing or unreadable
+                        job.error = f"{manifest.where(exp)}: {e}"
+                    else:
+                        job.hash = inputsmod.digest(job.inputs)
             jobs.append(job)
     return jobs
 
 
 def needs_run(job: Job, force: bool) -> bool:
+    """Run when forced, never captured, torn, corrupt (any of its files), or its inputs changed."""
     if not job.device:
         return False
-    return force or job.old is None or job.old.torn or job.old.inputs_hash != job.hash
+    return bool(job.error or job.corrupt) or force or job.old is None or job.old.torn or job.old.inputs_hash != job.hash
 
 
 def regenerate(layout: Layout, manifest: Manifest, platform: Platform, store: Store, opts: Options, out=sys.stderr) -> list[Outcome]:
@@ -101,19 +131,29 @@ def regenerate(layout: Layout, manifest: Manifest, platform: Platform, store: St
         progress.summary(outcomes)
         return outcomes
 
-    context = _Context(layout, platform, opts)
-    with store.lock():
+    context = _Context(layout, platform, opts, manifest)
+    with store.lock(), signals_interrupt():
         _write_identity(store, context)
-        for job in todo:
-            progress.start(job.key, job.device)
-            try:
-                outcome = _run_job(job, context, store, progress)
-            except KeyboardInterrupt:
-                _record_failure(store, job, context, "interrupted (Ctrl-C); the last good fragment is unchanged\n", None, False, 0.0)
-                progress.line(job.key, "failed", "interrupted")
-                raise
-            outcomes.append(outcome)
-            progress.line(job.key, outcome.status, outcome.message, outcome.wall_s)
+        try:
+            for job in todo:
+                progress.start(job.key, job.device)
+                try:
+                    outcome = _run_job(job, context, store, progress)
+                except KeyboardInterrupt as e:
+                    how = f"{e.args[0]}" if isinstance(e, Interrupted) else "Ctrl-C"
+                    if not job.done:
+                        _record_failure(store, job, context, f"interrupted ({how}); the last good fragment is unchanged\n",
+                                        None, False, 0.0)
+                    progress.line(job.key, "failed", f"interrupted ({how})")
+                    raise
+                except OSError as e:  # the store cannot take it (a folder where a file goes, a full disk): this job only
+                    outcome = Outcome(job.key, "failed", f"cannot write to the fragment store: {e}; fix that path, then rerun",
+                                      old=job.old)
+                job.done = True
+                outcomes.append(outcome)
+                progress.line(job.key, outcome.status, outcome.message, outcome.wall_s)
+        finally:
+            context.close(clean=all(o.status != "failed" for o in outcomes) and all(j.done for j in todo))
     progress.summary(outcomes)
     return outcomes
 
@@ -121,12 +161,31 @@ def regenerate(layout: Layout, manifest: Manifest, platform: Platform, store: St
 class _Context:
     """What all jobs of one regenerate share, computed lazily (a no-op regenerate computes none of it)."""
 
-    def __init__(self, layout: Layout, platform: Platform, opts: Options):
-        self.layout, self.platform, self.opts = layout, platform, opts
+    def __init__(self, layout: Layout, platform: Platform, opts: Options, manifest: Manifest):
+        self.layout, self.platform, self.opts, self.manifest = layout, platform, opts, manifest
         self._machine = None
         self._python = {}
         self._binaries = None
         self._build_error = None
+        self._run_dir: Path | None = None
+
+    @property
+    def run_dir(self) -> Path:
+        """This process's own scratch folder (never shared with another regenerate or check)."""
+        if self._run_dir is None:
+            self._run_dir = self.layout.run_dir(self.platform.key)
+        return self._run_dir
+
+    def close(self, clean: bool) -> None:
+        """After a run where everything succeeded, remove its scratch folder, and those that earlier runs,
+        now dead, kept for their logs; keep this one (its logs) otherwise."""
+        if clean and self._run_dir is not None:
+            shutil.rmtree(self._run_dir, ignore_errors=True)
+            for old in self._run_dir.parent.iterdir():
+                pid = old.name.split("-", 1)[0]
+                if old.is_dir() and pid.isdigit() and not _alive(int(pid)):
+                    shutil.rmtree(old, ignore_errors=True)
+
 
     @property
     def machine(self) -> dict:
@@ -144,14 +203,13 @@ class _Context:
             if self.opts.prebuilt:
                 self._binaries = buildmod.load_prebuilt(self.opts.prebuilt)
             else:
-                from capture.manifest import load
-
-                crates = {e.crate: e.framework for e in load(self.layout.manifest).experiments if e.crate}
+                crates = {e.crate: e.framework for e in self.manifest.experiments
+                          if e.crate and not source_problem(e, self.layout, "")}
                 feats = cargo_features(self.platform, crates, self.layout.crates)
                 progress.note(f"building Rust experiments: cargo build --release --workspace {' '.join('--features ' + f for f in feats)}")
                 try:
                     self._binaries = buildmod.cargo_build(
-                        self.layout, feats, self.layout.scratch / "cargo-build.log", echo=progress.tick
+                        self.layout, feats, self.run_dir / "cargo-build.log", echo=progress.tick
                     )
                 except buildmod.BuildError as e:
                     self._build_error = e
@@ -171,11 +229,21 @@ def _write_identity(store: Store, ctx: "_Context") -> None:
     identity.write(store.root, identity.of_machine(ctx.platform, ctx.machine, prebuilt))
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def _command(job: Job, ctx: _Context, progress: Progress) -> tuple[list[str], dict]:
     exp = job.exp
     args = [a.replace("{device}", job.device) for a in exp.args[job.role]]
     if exp.script:
-        return [ctx.opts.python, str(ctx.layout.root / exp.script), *args], {"python": ctx.python(exp.framework == "torch")}
+        return [ctx.opts.python, str(ctx.layout.script(exp.script)), *args], {"python": ctx.python(exp.framework == "torch")}
     bins = ctx.binaries(progress)
     exe = bins.path(exp.binary)
     if not exe.is_file():
@@ -185,11 +253,18 @@ def _command(job: Job, ctx: _Context, progress: Progress) -> tuple[list[str], di
 
 def _run_job(job: Job, ctx: _Context, store: Store, progress: Progress) -> Outcome:
     exp = job.exp
+    if job.error:
+        _record_failure(store, job, ctx, job.error + "\n", None, False, 0.0)
+        return Outcome(job.key, "failed", job.error, old=job.old)
     try:
         cmd, versions = _command(job, ctx, progress)
     except buildmod.BuildError as e:
         _record_failure(store, job, ctx, f"{e}\n\n{e.log[-4000:]}", None, False, 0.0)
         return Outcome(job.key, "failed", str(e).splitlines()[0], old=job.old)
+    except PathError as e:  # the script changed under us since the plan
+        msg = f"{ctx.manifest.where(exp)}: {e}"
+        _record_failure(store, job, ctx, msg + "\n", None, False, 0.0)
+        return Outcome(job.key, "failed", msg, old=job.old)
     py = versions.get("python", {})
     if exp.script and ("torch_error" in py or "python_error" in py):
         msg = py.get("python_error") or py.get("torch_error")
@@ -198,9 +273,8 @@ def _run_job(job: Job, ctx: _Context, store: Store, progress: Progress) -> Outco
     if exp.framework == "torch" and job.role == "gpu" and py.get("accelerator") is None:
         return Outcome(job.key, "skipped", f"torch in {ctx.opts.python} sees no accelerator")
 
-    scratch = ctx.layout.scratch / "runs" / ctx.platform.key
+    scratch = ctx.run_dir
     rec_file = scratch / f"{job.key}.records.jsonl"
-    rec_file.parent.mkdir(parents=True, exist_ok=True)
     rec_file.unlink(missing_ok=True)
     env = {
         **os.environ,
@@ -215,15 +289,17 @@ def _run_job(job: Job, ctx: _Context, store: Store, progress: Progress) -> Outco
     }
     started = dt.datetime.now(dt.timezone.utc)
     load_before = load_average()
+    log = scratch / f"{job.key}.log"
     try:
-        result = run(cmd, cwd=ctx.layout.root, env=env, timeout=exp.timeout, log=scratch / f"{job.key}.log")
+        result = run(cmd, cwd=ctx.layout.root, env=env, timeout=exp.timeout, log=log, max_output=exp.max_output)
     except OSError as e:  # the program could not start: wrong binary format (ENOEXEC), not executable, missing
         _record_failure(store, job, ctx, exec_failure(cmd[0], e) + "\n", None, False, 0.0)
         return Outcome(job.key, "failed", exec_failure(cmd[0], e), old=job.old)
     result = replace(result, text=sanitize.text(result.text, sanitize.here(ctx.layout.root)))  # no personal paths
     load_after = load_average()
     expect = exp.expect[job.role]
-    ok = expect.met_by(result.exit_status, result.timed_out)
+    parsed = read_file(rec_file)
+    rec_bytes = rec_file.stat().st_size if rec_file.is_file() else 0
     meta = {
         "experiment": exp.id,
         "role": job.role,
@@ -244,23 +320,49 @@ def _run_job(job: Job, ctx: _Context, store: Store, progress: Progress) -> Outco
         "load_after": load_after,
         "machine": ctx.machine,
         "versions": {**_version_record(ctx, exp, versions)},
-        "records": sanitize.records(read_records(rec_file), sanitize.here(ctx.layout.root)),
+        "records": sanitize.records(parsed.records, sanitize.here(ctx.layout.root)),
     }
-    if ok:
-        store.write(ctx.platform.key, job.key, result.text, meta)
+    failure = _failure(exp, job, ctx, expect, result, meta["outcome"], parsed.errors, rec_bytes)
+    if not failure:
+        with signals_deferred():
+            store.write(ctx.platform.key, job.key, result.text, meta)
+            job.done = True
+        log.unlink(missing_ok=True)
+        rec_file.unlink(missing_ok=True)
         return Outcome(job.key, "ok", meta["outcome"], result.wall_s, job.old, store.read(ctx.platform.key, job.key))
-    meta["failure"] = f"expected {expect}, got {meta['outcome']}"
-    store.write_failure(ctx.platform.key, job.key, result.text, meta)
+    meta["failure"] = failure.splitlines()[0]
+    if parsed.errors:
+        meta["record_errors"] = parsed.errors[:50]
+    with signals_deferred():
+        store.write_failure(ctx.platform.key, job.key, result.text, meta)
+        job.done = True
     tail = "\n".join(result.text.rstrip().splitlines()[-8:])
     hint = "".join(f"\nhint: {h}" for h in failure_hints(result.text))
     return Outcome(
         job.key,
         "failed",
-        f"expected {expect}, got {meta['outcome']}; output kept in "
+        f"{failure}; output kept in "
         f"{ctx.layout.rel(store.root / ctx.platform.key / (job.key + '.failed.txt'))}\n{tail}{hint}",
         result.wall_s,
         job.old,
     )
+
+
+def _failure(exp: Experiment, job: Job, ctx: _Context, expect, result, outcome: str, record_errors: list[str], rec_bytes: int) -> str:
+    """Why this run may not be published ('' when it may): output past its cap, invalid records, a wrong ending."""
+    where = ctx.manifest.where(exp)
+    if result.over_cap:
+        return (f"output passed max_output ({result.output_bytes} > {exp.max_output} bytes); kept truncated, not published. "
+                f"If that much output is intended, raise max_output at {where}")
+    if rec_bytes > exp.max_output:
+        return (f"records file passed max_output ({rec_bytes} > {exp.max_output} bytes); not published. "
+                f"If that many records are intended, raise max_output at {where}")
+    if record_errors:
+        shown = "; ".join(record_errors[:5]) + (f"; and {len(record_errors) - 5} more" if len(record_errors) > 5 else "")
+        return f"invalid records (BOOK_RECORDS file): {shown}; fix what the snippet records"
+    if not expect.met_by(result.exit_status, result.timed_out):
+        return f"expected {expect}, got {outcome}"
+    return ""
 
 
 # Failures whose fix is a setting of the machine, not of the book (see docs/dev/platforms.md).
@@ -313,4 +415,6 @@ def _record_failure(store: Store, job: Job, ctx: _Context, text: str, exit_statu
         "timed_out": timed_out,
         "wall_s": wall,
     }
-    store.write_failure(ctx.platform.key, job.key, text, meta)
+    with signals_deferred():
+        store.write_failure(ctx.platform.key, job.key, text, meta)
+        job.done = True

@@ -39,7 +39,10 @@ def collect(book: Book, platforms: list[str]) -> list[Entry]:
                 key = FragmentKey(exp.id, role)
                 st = book.state(plat, key)
                 fail = book.store.read(plat, str(key), failed=True)
-                if st.state == "not-applicable":
+                corrupt = book.store.corrupt(plat, str(key))
+                if corrupt:  # a file that cannot be used; the next regenerate on that platform overwrites it
+                    out.append(Entry(plat, str(key), "corrupt", corrupt, st.fix, st.local))
+                elif st.state == "not-applicable":
                     out.append(Entry(plat, str(key), "n/a", st.detail, local=st.local))
                 elif fail is not None and not getattr(fail, "corrupt", None) and \
                         (st.fragment is None or fail.meta.get("inputs_hash") == book.current(key)[0]):

@@ -6,7 +6,7 @@ directive family; this file only registers them.
 
 from pathlib import Path
 
-from . import volumes
+from . import snippet, volumes
 from .charts import DataChartDirective
 from .claims import ClaimDirective
 from .coderule import check_code_blocks
@@ -37,6 +37,7 @@ def setup(app):
     app.add_config_value("book_local_platform", "", "env")
     app.add_config_value("book_code_rule_exempt", [], "env")
     app.add_directive("snippet", SnippetDirective)
+    snippet.setup(app)  # which files pages show, for provenance
     app.add_directive("output", OutputDirective)
     app.add_directive("records-table", RecordsTableDirective)
     app.add_directive("claim", ClaimDirective)

@@ -71,13 +71,18 @@ def check_labels(app: Sphinx, doctree: nodes.document) -> None:
 def read_anchors(path: Path) -> dict[tuple[str, str], int]:
     """`page#label` lines of an anchors file -> line number; '#' comments and blanks skipped."""
     anchors: dict[tuple[str, str], int] = {}
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        logger.warning(f"the list of public anchors cannot be read: {e}", location=str(path), type="book", subtype="anchors")
+        return anchors
+    for lineno, line in enumerate(text.splitlines(), 1):
         line = line.strip()
         if not line or line.startswith("#"):
             continue
         page, sep, label = line.partition("#")
         if not sep or not page or not label:
-            logger.warning(f"{path}:{lineno}: expected `page#label`, got {line!r}", type="book", subtype="anchors")
+            logger.warning(f"expected `page#label`, got {line!r}", location=f"{path}:{lineno}", type="book", subtype="anchors")
             continue
         anchors[(page, label)] = lineno
     return anchors
@@ -89,7 +94,7 @@ def check_anchors(app: Sphinx, env: BuildEnvironment) -> None:
         return
     path = Path(app.confdir, app.config.book_anchors_file)
     if not path.is_file():
-        logger.warning(f"{path}: the list of public anchors is missing", type="book", subtype="anchors")
+        logger.warning("the list of public anchors is missing", location=str(path), type="book", subtype="anchors")
         return
     listed = read_anchors(path)
     labels = {
@@ -100,8 +105,9 @@ def check_anchors(app: Sphinx, env: BuildEnvironment) -> None:
     for (page, label), lineno in sorted(listed.items(), key=lambda kv: kv[1]):
         if (page, label) not in labels:
             logger.warning(
-                f"{path}:{lineno}: public anchor {page}#{label} is gone; other volumes link to it. "
+                f"public anchor {page}#{label} is gone; other volumes link to it. "
                 "Keep the old label on the line above the new one (docs/dev/site.md)",
+                location=f"{path}:{lineno}",
                 type="book",
                 subtype="anchors",
             )
@@ -109,7 +115,8 @@ def check_anchors(app: Sphinx, env: BuildEnvironment) -> None:
     if missing:
         lines = "\n".join(f"{page}#{label}" for page, label in missing)
         logger.warning(
-            f"{path}: {len(missing)} label(s) not listed yet; add these lines (they become public):\n{lines}",
+            f"{len(missing)} label(s) not listed yet; add these lines (they become public):\n{lines}",
+            location=str(path),
             type="book",
             subtype="anchors",
         )

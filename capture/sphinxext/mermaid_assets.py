@@ -66,7 +66,8 @@ def on_builder_inited(app: Sphinx) -> None:
     try:
         assets.install_mermaid(Path(app.outdir, "_static", "mermaid"), npm_dir, log=logger.info)
     except (assets.AssetError, OSError) as exc:
-        logger.warning(f"mermaid charts will stay blank: {exc}", type="book", subtype="mermaid")
+        logger.warning(f"mermaid charts will stay blank: {exc}", location=str(npm_dir / "package-lock.json"),
+                       type="book", subtype="mermaid")
 
 
 def on_html_page_context(app: Sphinx, pagename, templatename, context, doctree) -> None:

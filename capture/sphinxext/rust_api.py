@@ -20,6 +20,9 @@ from typing import Any
 
 from sphinx.application import Sphinx
 from sphinx.environment import BuildEnvironment
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
 
 GENERATED = ("api", "crates")  # where sphinx-rust writes, under the source directory
 
@@ -29,15 +32,28 @@ def _generated_files(app: Sphinx) -> list[Path]:
     return [p for p in root.rglob("*") if p.is_file()] if root.is_dir() else []
 
 
+def _warn(what: str, exc: Exception, where) -> None:
+    """An I/O problem here costs an incremental rebuild at most: a located warning, never an exception."""
+    logger.warning(f"{what}: {type(exc).__name__}: {exc}", location=str(where), type="book", subtype="rust-api")
+
+
 def before_sphinx_rust(app: Sphinx) -> None:
-    app.book_rust_pages = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in _generated_files(app)}
+    app.book_rust_pages = {}
+    for p in _generated_files(app):
+        try:
+            app.book_rust_pages[p] = (p.read_bytes(), p.stat().st_mtime_ns)
+        except OSError as e:
+            _warn("generated API page not read", e, p)
 
 
 def after_sphinx_rust(app: Sphinx) -> None:
     old = getattr(app, "book_rust_pages", {})
     for path in _generated_files(app):
-        if path in old and path.read_bytes() == old[path][0]:
-            os.utime(path, ns=(old[path][1], old[path][1]))
+        try:
+            if path in old and path.read_bytes() == old[path][0]:
+                os.utime(path, ns=(old[path][1], old[path][1]))
+        except OSError as e:
+            _warn("generated API page timestamp not kept (it will be rebuilt)", e, path)
 
 
 def sources_digest(app: Sphinx) -> str:
@@ -46,7 +62,10 @@ def sources_digest(app: Sphinx) -> str:
         root = Path(app.srcdir, crate)
         for path in sorted([*root.rglob("*.rs"), root / "Cargo.toml"]):
             if path.is_file() and "target" not in path.relative_to(root).parts:
-                digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+                try:
+                    digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
+                except OSError as e:
+                    _warn("Rust source not read for the API pages' freshness", e, path)
     return digest.hexdigest()
 
 

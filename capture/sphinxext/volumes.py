@@ -100,12 +100,11 @@ class VolumeRole(ReferenceRole):
         volumes = self.config.book_volumes
         if not sep or not label or volume not in volumes:
             known = ", ".join(sorted(volumes)) or "(book_volumes is empty)"
-            msg = self.inliner.reporter.warning(
+            logger.warning(
                 f"{{vol}} expects `volume:label` with volume one of {known}; got {self.target!r}",
-                line=self.lineno,
+                location=(self.env.docname, self.lineno), type="vol", subtype="syntax",
             )
-            prb = self.inliner.problematic(self.rawtext, self.rawtext, msg)
-            return [prb], [msg]
+            return [nodes.inline(self.rawtext, self.rawtext, classes=["problematic"])], []
         node = vol_reference(self.rawtext, volume=volume.strip(), label=label.strip())
         if self.has_explicit_title:
             node["title"] = self.title
@@ -134,7 +133,7 @@ class ResolveVolumeReferences(SphinxPostTransform):
         label = node["label"]
         if vol is None:  # the volume was removed from book_volumes after this page was read
             text = f"{node['volume']} 卷「{node.get('title') or label}」"
-            logger.warning(f"{{vol}}: no volume {node['volume']!r} in book_volumes", location=node, type="vol")
+            logger.warning(f"{{vol}}: no volume {node['volume']!r} in book_volumes", location=node, type="vol", subtype="unknown")
             return [nodes.Text(text)]
         found = vol.items.get(label) if vol.items is not None else None
         text = f"{vol.title}「{node.get('title') or (found[1] if found else label)}」"
@@ -163,9 +162,13 @@ class ResolveVolumeReferences(SphinxPostTransform):
 
 
 def on_builder_inited(app: Sphinx) -> None:
-    app.book_volumes = {
-        key: load_volume(key, spec, str(app.confdir)) for key, spec in app.config.book_volumes.items()
-    }
+    app.book_volumes = {}
+    for key, spec in app.config.book_volumes.items():
+        if not isinstance(spec, dict):
+            logger.warning(f"book_volumes[{key!r}] must be a dict with title, url and inventory, not {spec!r}",
+                           location=str(Path(app.confdir, "conf.py")), type="vol", subtype="config")
+            spec = {}
+        app.book_volumes[key] = load_volume(key, spec, str(app.confdir))
 
 
 def on_env_get_outdated(app: Sphinx, env: BuildEnvironment, added, changed, removed) -> list[str]:

@@ -20,6 +20,9 @@ from typing import Any
 from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.transforms import SphinxTransform
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
 
 CJK = "\u2e80-\u2fff\u3000-\u303f\u3040-\u30ff\u3100-\u312f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef"
 SOFT_BREAK = re.compile(rf"(?<=[{CJK}])[ \t]*\n[ \t]*(?=[{CJK}])")
@@ -61,7 +64,11 @@ class JoinCJKLines(SphinxTransform):
     default_priority = 500
 
     def apply(self, **kwargs: Any) -> None:
-        _join(self.document)
+        try:
+            _join(self.document)
+        except Exception as exc:  # a page is better with its line breaks than not built at all
+            logger.warning(f"Chinese line joining skipped on this page: {type(exc).__name__}: {exc}",
+                           location=self.document, type="book", subtype="zh-text")
 
 
 def setup(app: Sphinx) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from tests.docs.dom import parse
 from tests.engine.book import make_book, run, write
 
 REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow  # every build here captures a torch-framework experiment (imports torch)
 
 MEASURE = '''\
 import sys

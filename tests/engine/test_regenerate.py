@@ -19,6 +19,7 @@ from capture.store import Store
 from tests.engine.book import CPU, GPU, make_book, run
 
 
+@pytest.mark.slow  # builds Rust and/or imports torch
 def test_first_run_captures_then_cache_hit(book):
     first, _ = run(book)
     assert first["hello@cpu"].status == "ok"
@@ -34,6 +35,7 @@ def test_first_run_captures_then_cache_hit(book):
     }
 
 
+@pytest.mark.slow  # builds Rust and/or imports torch
 def test_change_to_snippet_or_shared_helper_reruns_only_dependents(book):
     run(book)
     (book.root / "snippets/helper.py").write_text('def greet(d):\n    return f"hi {d}"\n')
@@ -44,6 +46,7 @@ def test_change_to_snippet_or_shared_helper_reruns_only_dependents(book):
     assert Store(book.fragments).read("linux-x86_64-cpu", "hello@cpu").text.startswith("hi cpu")
 
 
+@pytest.mark.slow  # builds Rust and/or imports torch
 def test_crate_change_reruns_rust_experiments(book):
     run(book)
     main = book.root / "crates/tiny/src/main.rs"
@@ -54,6 +57,7 @@ def test_crate_change_reruns_rust_experiments(book):
     assert "tiny changed" in Store(book.fragments).read("linux-x86_64-cpu", "tiny@cpu").text
 
 
+@pytest.mark.slow  # builds Rust and/or imports torch
 def test_status_reports_stale_with_the_changed_file(book):
     run(book)
     (book.root / "snippets/helper.py").write_text("def greet(d):\n    return 'x'\n")
@@ -64,6 +68,7 @@ def test_status_reports_stale_with_the_changed_file(book):
     assert entries["hello@gpu"].state == "n/a"
 
 
+@pytest.mark.slow  # builds Rust and/or imports torch
 def test_force_only_and_device_select_work(book):
     run(book)
     outcomes, _ = run(book, force=True, only=["sleeper"])
@@ -72,6 +77,7 @@ def test_force_only_and_device_select_work(book):
     assert list(outcomes) == ["hello@gpu"]
 
 
+@pytest.mark.slow  # builds Rust and/or imports torch
 def test_platform_without_gpu_skips_gpu_roles(book):
     outcomes, log = run(book, only=["hello"])
     assert outcomes["hello@gpu"].status == "skipped"
@@ -79,6 +85,7 @@ def test_platform_without_gpu_skips_gpu_roles(book):
     assert not (book.fragments / "linux-x86_64-cpu" / "hello@gpu.json").exists()
 
 
+@pytest.mark.slow  # builds Rust and/or imports torch
 def test_gpu_platform_maps_role_to_framework_device(book, monkeypatch):
     # torch is made to see no accelerator (on a Mac it sees mps), so the gpu role is skipped with that
     # reason; the Rust and 'none' roles map to the platform's names.
@@ -96,6 +103,7 @@ def test_gpu_platform_maps_role_to_framework_device(book, monkeypatch):
     assert outcomes["hello@gpu"].status == "skipped" and "no accelerator" in outcomes["hello@gpu"].message
 
 
+@pytest.mark.slow  # builds Rust and/or imports torch
 def test_expected_panic_is_success_unexpected_crash_is_failure(book):
     outcomes, _ = run(book)
     assert outcomes["tiny-panic@cpu"].status == "ok"
@@ -164,6 +172,12 @@ def _spawn_regenerate(book, *extra):
     )
 
 
+def _running_log(book, key):
+    """True once a run's log (in some process's own scratch folder) says the snippet is working."""
+    logs = list(book.scratch.glob(f"runs/linux-x86_64-cpu/*/{key}.log"))
+    return any("working" in p.read_text() for p in logs)
+
+
 def _wait_for(path_pred, timeout=30):
     t = time.monotonic()
     while time.monotonic() - t < timeout:
@@ -180,8 +194,7 @@ def test_kill_9_mid_run_leaves_the_old_fragment_intact(book):
     m = book.manifest.read_text().replace('args = ["slow", "0"]', 'args = ["slow", "20"]')
     book.manifest.write_text(m)
     proc = _spawn_regenerate(book, "--only", "sleeper")
-    log = book.scratch / "runs/linux-x86_64-cpu/sleeper@cpu.log"
-    assert _wait_for(lambda: log.is_file() and "working" in log.read_text())
+    assert _wait_for(lambda: _running_log(book, "sleeper@cpu"))
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     after = store.read("linux-x86_64-cpu", "sleeper@cpu")
@@ -206,8 +219,7 @@ def test_concurrent_regenerate_is_refused(book):
     book.manifest.write_text(m)
     first = _spawn_regenerate(book, "--only", "sleeper")
     try:
-        log = book.scratch / "runs/linux-x86_64-cpu/sleeper@cpu.log"
-        assert _wait_for(lambda: log.is_file() and "working" in log.read_text())
+        assert _wait_for(lambda: _running_log(book, "sleeper@cpu"))
         second = _spawn_regenerate(book, "--only", "sleeper", "--force")
         out, _ = second.communicate(timeout=60)
         assert second.returncode == 3
@@ -217,6 +229,7 @@ def test_concurrent_regenerate_is_refused(book):
         first.wait()
 
 
+@pytest.mark.slow  # builds Rust and/or imports torch
 def test_other_platforms_fragments_are_never_touched(book):
     other = book.fragments / "macos-arm64-apple-m2-max"
     other.mkdir(parents=True)
@@ -227,6 +240,7 @@ def test_other_platforms_fragments_are_never_touched(book):
     assert sorted(p.name for p in other.iterdir()) == ["hello@gpu.json", "hello@gpu.txt"]
 
 
+@pytest.mark.slow  # builds Rust and/or imports torch
 def test_build_failure_names_the_log_and_keeps_fragments(book):
     run(book, only=["tiny"])
     (book.root / "crates/tiny/src/main.rs").write_text("fn main() { this is not rust }")
@@ -262,6 +276,7 @@ def path_without_cargo() -> str:
     return os.pathsep.join(d for d in os.environ["PATH"].split(os.pathsep) if not (Path(d) / "cargo").exists())
 
 
+@pytest.mark.slow  # builds Rust and/or imports torch
 def test_prebuilt_binaries_run_where_there_is_no_cargo(prebuilt_book, tmp_path, monkeypatch):
     from capture.prebuilt import build_prebuilt, verify
     from capture.roles import resolve
@@ -290,6 +305,7 @@ def test_prebuilt_binaries_run_where_there_is_no_cargo(prebuilt_book, tmp_path, 
         verify(layout, tmp_path / "bin")
 
 
+@pytest.mark.slow  # builds Rust and/or imports torch
 @pytest.mark.skipif(platform.system() != "Linux" or platform.machine() != "x86_64",
                     reason="bundles are built on Linux x86_64 only (test_foreign_binaries checks the refusal)")
 def test_bundle_carries_everything_a_machine_without_cargo_needs(prebuilt_book, tmp_path):
