@@ -57,10 +57,41 @@ def _supports(py: str, abi: str, minor: int) -> bool:
     return False
 
 
-def missing_wheels(lock: dict, minor: int) -> list[str]:
-    """Packages of uv.lock ("name version") without a wheel for CPython 3.minor on one of PLATFORMS."""
-    out = set()
+_PY_MARKER = re.compile(r"python_full_version\s*(==|>=|<|<=|>|!=)\s*'3\.(\d+)(?:\.\*)?'")
+
+
+def _marker_allows(marker: str, minor: int) -> bool:
+    """Whether a dependency marker can hold on CPython 3.minor (only its python_full_version terms are read)."""
+    terms = _PY_MARKER.findall(marker or "")
+    if not terms or " or " in (marker or ""):
+        return True
+    ops = {"==": minor.__eq__, ">=": minor.__ge__, "<": minor.__lt__, "<=": minor.__le__, ">": minor.__gt__, "!=": minor.__ne__}
+    return all(ops[op](int(v)) for op, v in terms)
+
+
+def _needed(lock: dict, minor: int) -> set[str]:
+    """Names of the locked packages that some dependency edge needs on CPython 3.minor."""
+    edges: dict[str, list[str]] = {}
     for pkg in lock.get("package", []):
+        deps = list(pkg.get("dependencies", []))
+        for group in (pkg.get("optional-dependencies") or {}).values():
+            deps += group
+        for group in (pkg.get("dev-dependencies") or {}).values():
+            deps += group
+        for d in deps:
+            edges.setdefault(d["name"], []).append(d.get("marker", ""))
+    return {name for name, markers in edges.items() if any(_marker_allows(m, minor) for m in markers)}
+
+
+def missing_wheels(lock: dict, minor: int) -> list[str]:
+    """Packages of uv.lock ("name version") without a wheel for CPython 3.minor on one of PLATFORMS
+    (packages needed only on other Python versions, by their dependency markers, do not count)."""
+    out = set()
+    needed = _needed(lock, minor)
+    for pkg in lock.get("package", []):
+        if needed and pkg["name"] not in needed and pkg.get("source", {}).get("editable") is None \
+                and pkg.get("source", {}).get("virtual") is None:
+            continue
         wheels = [_wheel_tags(w["url"]) for w in pkg.get("wheels", [])]
         if not wheels:  # sdist only (pure Python, e.g. jieba) or the project itself
             continue

@@ -44,7 +44,7 @@ ROWS = [
     ("file-missing", "```{snippet} snippets/missing.py\n```", "snippet file snippets/missing.py not found", "capture.snippet"),
     ("not-utf8", "```{snippet} snippets/binary.py\n```", "not UTF-8 (byte offset 6)", "capture.snippet"),
     ("vol-syntax", "见 {vol}`nope`。", "{vol} expects `volume:label` with volume one of burn; got 'nope'", "vol.syntax"),
-    ("output-corrupt", "```{output} victim@cpu\n```", f"{PLAT}/victim@cpu.json: invalid JSON", "capture.torn"),
+    ("output-corrupt", "```{output} victim@cpu\n```", f"{PLAT}/victim@cpu.json: invalid JSON", "capture.corrupt"),
 ]
 GOOD = "```{snippet} snippets/say.py#say\n:emphasize-lines: 1, 3\n```"
 
@@ -114,7 +114,7 @@ def test_code_folder_holds_exactly_the_files_pages_show(site):
 def test_warning_types_can_be_suppressed(site):
     code, err = site["suppressed"]
     assert "[capture.snippet]" not in err and "[vol.syntax]" not in err
-    assert "[capture.torn]" in err  # other types still reported
+    assert "[capture.corrupt]" in err  # other types still reported
 
 
 OWN = ("snippet", "provenance", "coderule", "anchors", "volumes", "zh_text", "rust_api", "mermaid_assets")
