@@ -187,7 +187,11 @@ class Book:
         if frag.torn:
             return FragmentState(platform, key, "torn", frag, "text and metadata disagree (interrupted write)",
                                  fix=fix, local=local, severity=WARN if local else NOTE)
-        want, rec = self.current(key)
+        try:
+            want, rec = self.current(key)
+        except (OSError, ValueError) as e:  # a source the manifest names is missing or outside the repository
+            return FragmentState(platform, key, "stale", frag, f"its sources cannot be read: {e}", ("sources",), fix,
+                                 local, WARN)
         if frag.inputs_hash != want:
             changed = tuple(changed_inputs(frag.meta.get("inputs") or {}, rec))
             return FragmentState(platform, key, "stale", frag, "changed since the capture: " + ", ".join(changed),

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from capture import sourcehash
 from capture.manifest import Experiment
-from capture.paths import Layout
+from capture.paths import Layout, PathError
 
 HASH_VERSION = 2  # bump when the hashing scheme itself changes (then run `python -m capture restamp`)
 CRATE_PARTS = ("src", "build.rs", "kernels")
@@ -144,15 +144,15 @@ def toolchain_files(layout: Layout) -> list[Path]:
 
 
 def source_files(exp: Experiment, layout: Layout, scheme: int = HASH_VERSION) -> list[Path]:
-    """The files an experiment's output depends on."""
-    if exp.script:
-        script = layout.root / exp.script
-        if not script.is_file():
-            raise FileNotFoundError(f"{layout.manifest}:{exp.line}: experiment {exp.id}: script {exp.script} not found")
-        return [script, *sorted(_local_imports(script, layout.snippets))]
-    crate_dir = layout.crates / exp.crate
-    if not (crate_dir / "Cargo.toml").is_file():
-        raise FileNotFoundError(f"{layout.manifest}:{exp.line}: experiment {exp.id}: crate crates/{exp.crate} not found")
+    """The files an experiment's output depends on (paths checked by the path policy: capture/paths.py)."""
+    where = f"{layout.manifest}:{exp.line}: experiment {exp.id}"
+    try:
+        if exp.script:
+            script = layout.script(exp.script)
+            return [script, *sorted(_local_imports(script, layout.snippets))]
+        crate_dir = layout.crate(exp.crate)
+    except PathError as e:
+        raise FileNotFoundError(f"{where}: {e}") from None
     files = _crate_files(crate_dir, layout.root, scheme)
     for dep in sorted(_path_deps(crate_dir, layout.crates)):
         files += _crate_files(dep, layout.root, scheme)
