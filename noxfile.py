@@ -4,6 +4,7 @@
     nox -s docs                                                      strict build of the site
     nox -s tests                                                     machinery tests + re-run and compare + strict build
     nox -s status [-- --json]                                        fresh / stale / missing / failed, per platform
+    nox -s lint                                                      ruff; rustfmt, clippy, cargo test (tests runs it)
     nox -s serve                                                     live preview while writing
 """
 
@@ -49,10 +50,20 @@ def status(session):
 @nox.session
 def tests(session):
     """Machinery tests, browser tests, re-run this machine's experiments against the fragments, strict build."""
+    session.notify("lint")  # runs after this session, reusing the release build it made
     install(session, "run", "docs", "test")
     session.run("python", "-m", "pytest", *(session.posargs or ["-q"]))
     session.run("python", "-m", "capture", "check")
     session.run(*SPHINX[:-1], os.path.join(session.create_tmp(), "html"))
+
+
+@nox.session
+def lint(session):
+    """ruff for the Python code; rustfmt, clippy (burn's Metal path included) and cargo test for the crates."""
+    args = ["uv", "sync", "--frozen", "--no-install-project", "--only-group", "lint"]
+    session.run_install(*args, env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location}, silent=True)
+    session.run("ruff", "check", ".")
+    session.run("python", "-m", "capture.lint")
 
 
 @nox.session(default=False)
