@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import os
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 

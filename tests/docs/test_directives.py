@@ -3,12 +3,11 @@
 import json
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
-from tests.engine.book import make_book, run, write
+from tests.engine.book import run, write
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -140,7 +139,6 @@ def test_flipping_one_record_fails_the_right_claim(site, tmp_path):
         if r["name"] == "t.synced":
             r["value"] = 1e-9
     frag.write_text(json.dumps(meta))
-    page = site.root / "docs/index.md"
     code, err, out = build(site.root, tmp_path)
     assert code != 0
     assert "index.md:" in err and "claim not supported by the data: median(measure@cpu:t.synced) > 100" in err
