@@ -202,11 +202,11 @@ fn huge_in_process(device: &Device, tags: &Tags) {
     }
     // ANCHOR_END: huge
     let ok = |b: bool| if b { "Ok" } else { "Err" };
-    record("errors.huge.small_read", ok(small_read.is_ok()), "", &tags);
-    record("errors.huge.sync", ok(synced.is_ok()), "", &tags);
-    record("errors.huge.read", ok(huge_read.is_ok()), "", &tags);
+    record("errors.huge.small_read", ok(small_read.is_ok()), "", tags);
+    record("errors.huge.sync", ok(synced.is_ok()), "", tags);
+    record("errors.huge.read", ok(huge_read.is_ok()), "", tags);
     if let Err(e) = &huge_read {
-        record("errors.huge.message", head(e), "", &tags);
+        record("errors.huge.message", head(e), "", tags);
     }
     let where_ = if small_read.is_err() {
         "read of another tensor"
@@ -217,7 +217,7 @@ fn huge_in_process(device: &Device, tags: &Tags) {
     } else {
         "none"
     };
-    record("errors.huge.where", where_, "", &tags);
+    record("errors.huge.where", where_, "", tags);
 }
 
 pub fn oob(dev: &str, device: &Device) {
