@@ -61,7 +61,8 @@ def main() -> int:
         took = time.perf_counter() - t
         if code != 0:
             hint = {"fmt": "; `cargo fmt --all` in crates/ fixes the formatting",
-                    "clippy": "; a missing clippy: `rustup component add clippy`"}.get(cmd[1], "")
+                    "clippy": "; fix what clippy reports above (`no such command: clippy`: `rustup component add clippy`)",
+                    }.get(cmd[1], "")
             print(f"lint: failed (exit {code}) after {took:.0f} s: {shown}{hint}", file=sys.stderr)
             return 1
         print(f"lint: ok in {took:.0f} s", file=sys.stderr)

@@ -67,3 +67,14 @@ def test_the_repository_pins_the_toolchain_it_runs():
     from capture.paths import Layout, find_root
 
     assert toolchain_problem(Layout(find_root())) is None
+
+
+def test_lint_type_checks_burns_metal_path_and_not_candles():
+    from capture.lint import commands, metal_features
+    from capture.paths import Layout, find_root
+
+    layout = Layout(find_root())
+    # burn's Metal backend type-checks on Linux; candle's does not (objc2), so design-bench has no `metal`
+    assert sorted(metal_features(layout)) == ["design-burn/metal", "exec-gpu/metal"]
+    clippy = next(c for c in commands(layout) if c[1] == "clippy")
+    assert "--release" in clippy and clippy[clippy.index("--features") + 1].count("/metal") == 2
