@@ -14,6 +14,7 @@ feature cannot be checked off Apple (objc2 refuses to compile), so design-bench 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -42,8 +43,24 @@ def commands(layout: Layout) -> list[list[str]]:
         ["cargo", "fmt", "--all", "--check"],
         ["cargo", "clippy", "--release", "--workspace", "--all-targets", "--locked",
          *(["--features", metal] if metal else []), "--", "-D", "warnings"],
-        ["cargo", "test", "--release", "--workspace", "--locked"],
+        ["cargo", "test", "--release", "--workspace", "--all-targets", "--locked"],
     ]
+
+
+TEST_RESULT = re.compile(r"test result: \w+\. (\d+) passed; (\d+) failed; (\d+) ignored")
+
+
+def run(cmd: list[str], layout: Layout, env: dict) -> tuple[int, list[int]]:
+    """Run one cargo command, its output passed through; for `cargo test` also sum its results."""
+    proc = subprocess.Popen(cmd, cwd=layout.crates, env=env, stdout=subprocess.PIPE, text=True)
+    totals = [0, 0, 0]
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        print(line, end="", flush=True)
+        m = TEST_RESULT.search(line)
+        if m:
+            totals = [t + int(n) for t, n in zip(totals, m.groups())]
+    return proc.wait(), totals
 
 
 def main() -> int:
@@ -57,7 +74,7 @@ def main() -> int:
         shown = f"(cd crates && {' '.join(cmd)})"
         print(f"lint: {shown}", file=sys.stderr, flush=True)
         t = time.perf_counter()
-        code = subprocess.run(cmd, cwd=layout.crates, env=env).returncode
+        code, (passed, failed, ignored) = run(cmd, layout, env)
         took = time.perf_counter() - t
         if code != 0:
             hint = {"fmt": "; `cargo fmt --all` in crates/ fixes the formatting",
@@ -66,6 +83,9 @@ def main() -> int:
             print(f"lint: failed (exit {code}) after {took:.0f} s: {shown}{hint}", file=sys.stderr)
             return 1
         print(f"lint: ok in {took:.0f} s", file=sys.stderr)
+        if cmd[1] == "test":
+            # one closing line for the crates' unit tests, as test runners write it
+            print(f"cargo-test: {passed} passed, {failed} failed, {ignored} skipped", flush=True)
     return 0
 
 
