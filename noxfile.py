@@ -4,6 +4,7 @@
     nox -s docs                                                      strict build of the site
     nox -s tests                                                     machinery tests + re-run and compare + strict build
     nox -s status [-- --json]                                        fresh / stale / missing / failed, per platform
+    nox -s lint                                                      ruff; rustfmt, clippy, cargo test (tests runs it)
     nox -s serve                                                     live preview while writing
 
 The sessions run on a Python that every locked wheel exists for (pyproject.toml's classifiers), found
@@ -70,10 +71,19 @@ def status(session):
 @nox.session(python=PYTHON.python)
 def tests(session):
     """Machinery tests, browser tests, re-run this machine's experiments against the fragments, strict build."""
+    session.notify("lint")  # runs after this session, reusing the release build it made
     install(session, ["run", "docs"], ["test"])
     session.run("python", "-m", "pytest", *(session.posargs or ["-q"]))
     session.run("python", "-m", "capture", "check")
     session.run(*SPHINX[:-1], os.path.join(session.create_tmp(), "html"))
+
+
+@nox.session(python=PYTHON.python)
+def lint(session):
+    """ruff for the Python code; rustfmt, clippy (burn's Metal path included) and cargo test for the crates."""
+    install(session, [], ["lint"])
+    session.run("ruff", "check", ".")
+    session.run("python", "-m", "capture.lint")
 
 
 @nox.session(python=PYTHON.python, default=False)

@@ -18,7 +18,7 @@ names what changed and the command to run there; it does not fail this machine's
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 

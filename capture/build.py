@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import time
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -40,8 +42,49 @@ class BuildError(RuntimeError):
         self.log = log
 
 
+TOOLCHAIN_FILE = "rust-toolchain.toml"
+
+
+def _version(text: str) -> tuple[int, ...] | None:
+    m = re.search(r"(\d+)\.(\d+)\.(\d+)", text)
+    return tuple(int(g) for g in m.groups()) if m else None
+
+
+def toolchain_problem(layout: Layout) -> str | None:
+    """Why the rustc that cargo would use here is too old for the pinned toolchain, or None.
+
+    rustup honours rust-toolchain.toml on its own; this catches a cargo without rustup
+    (Debian's, Homebrew's) that is older than what the fragments were built with.
+    """
+    pin_file = layout.root / TOOLCHAIN_FILE
+    if not pin_file.is_file():
+        return None
+    want = tomllib.loads(pin_file.read_text(encoding="utf-8"))["toolchain"]["channel"]
+    try:
+        r = subprocess.run(["rustc", "--version"], cwd=layout.crates, capture_output=True, text=True, timeout=60)
+    except OSError:
+        return f"no rustc on PATH; install Rust {want} with rustup (https://rustup.rs), which reads {TOOLCHAIN_FILE}"
+    if r.returncode != 0:
+        return f"`rustc --version` failed in {layout.crates}: {(r.stderr or r.stdout).strip()[-300:]}"
+    return older_than_pin(r.stdout, want)
+
+
+def older_than_pin(rustc_version: str, want: str) -> str | None:
+    """`rustc --version` output against the pinned version: why it is older, or None."""
+    have = _version(rustc_version)
+    if have is None:
+        return f"cannot read a version in `rustc --version` output {rustc_version.strip()!r}"
+    if have < (_version(want) or ()):
+        return (f"rustc {'.'.join(map(str, have))} is older than {want}, pinned in {TOOLCHAIN_FILE}; "
+                f"install it with `rustup toolchain install {want}` (or put a cargo >= {want} first on PATH)")
+    return None
+
+
 def cargo_build(layout: Layout, features: list[str], log: Path, echo=None) -> Binaries:
     """Build the whole workspace once (features unify, so every crate shares one burn/candle build)."""
+    problem = toolchain_problem(layout)
+    if problem:
+        raise BuildError(f"cannot build the Rust experiments: {problem}", "")
     cmd = ["cargo", "build", "--release", "--workspace", "--locked"]
     if features:
         cmd += ["--features", ",".join(features)]

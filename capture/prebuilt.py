@@ -21,7 +21,7 @@ from pathlib import Path
 from capture import build as buildmod
 from capture.inputs import file_digest
 from capture.manifest import load
-from capture.paths import Layout, cache_home
+from capture.paths import Layout
 from capture.platform import detect
 from capture.roles import burn_nvidia_backend, candle_cuda_buildable
 
@@ -50,9 +50,11 @@ def build_prebuilt(layout: Layout, gpu: str, out: Path, echo=print, candle_cuda:
         device = burn_nvidia_backend() if fw == "burn" else gpu
         feats.append(f"{crate}/{device}")
         gpu_devices[fw] = device
-    target = cache_home() / f"cargo-target-{gpu}"
-    os.environ["CARGO_TARGET_DIR"] = str(target)
-    bins = buildmod.cargo_build(Layout(layout.root), feats, layout.scratch / f"cargo-build-{gpu}.log", echo=echo)
+    # The shared target dir: cargo keys artifacts by features, so everything the GPU features do not
+    # touch (candle, gemm, the build scripts...) is reused from the CPU build. The binaries in
+    # target/release are now the GPU ones: copy them out at once; the next CPU build links its own
+    # (fresh) ones back into place.
+    bins = buildmod.cargo_build(layout, feats, layout.scratch / f"cargo-build-{gpu}.log", echo=echo)
     out.mkdir(parents=True, exist_ok=True)
     names = sorted({e.binary for e in manifest.experiments if e.crate})
     for name in names:

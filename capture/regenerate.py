@@ -12,7 +12,6 @@ import datetime as dt
 import os
 import shutil
 import sys
-import time
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from capture.normalize import diff, skeleton
 from capture.paths import Layout

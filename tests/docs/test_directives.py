@@ -3,13 +3,12 @@
 import json
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 
 import pytest
 
 from tests.docs.dom import parse
-from tests.engine.book import make_book, run, write
+from tests.engine.book import run, write
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.slow  # every build here captures a torch-framework experiment (imports torch)

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from capture.manifest import load
 from capture.book import Book
 from capture.status import collect
 from capture.store import Store

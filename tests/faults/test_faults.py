@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-import os
 import re
 from dataclasses import dataclass
 from typing import Callable
@@ -19,7 +18,7 @@ import pytest
 
 from capture import cli
 from capture.check import check
-from capture.manifest import ManifestError, load
+from capture.manifest import load
 from capture.paths import Layout
 from capture.book import Book
 from capture.status import collect
@@ -242,7 +241,7 @@ CASES = [
     Case("skipped-json-corrupt", "corrupt store", frag(f"{VICTIM}.skipped.json", b"nope"), "status", f"corrupt: … {VICTIM}.skipped.json: JSONDecodeError", "corrupt"),
     Case("skipped-json-corrupt-regen", "corrupt store", frag(f"{VICTIM}.skipped.json", b"[]"), "regen", "ok", "ok"),
     Case("json-is-a-folder", "corrupt store", lambda L: ((L.fragments / PLAT / f"{VICTIM}.json").unlink(), (L.fragments / PLAT / f"{VICTIM}.json").mkdir()),
-         "regen", f"cannot write to the fragment store: [Errno 21] Is a directory", "unchanged"),
+         "regen", "cannot write to the fragment store: [Errno 21] Is a directory", "unchanged"),
     Case("check-corrupt-committed", "corrupt store", truncated, "check", f"{VICTIM}: committed fragment is corrupt", "corrupt"),
 
     # output caps
@@ -338,7 +337,8 @@ def test_fault(fb, case, monkeypatch):
     assert not re.search(r'File ".*/capture/', report), report  # no traceback out of the machinery
     after = snapshot(fb)
     for good in GOODS:
-        own = lambda snap: {k: v for k, v in key_files(snap, good).items() if ".failed." not in k or case.batch}
+        def own(snap):
+            return {k: v for k, v in key_files(snap, good).items() if ".failed." not in k or case.batch}
         assert own(after) == own(before), f"{good} changed"
     assert outside_listing(fb) == around, "something was written outside the book"
     assert_victim(fb, case.victim, before, after)
@@ -346,7 +346,8 @@ def test_fault(fb, case, monkeypatch):
 
 def assert_victim(fb: Layout, state: str, before: dict, after: dict) -> None:
     store = Store(fb.fragments)
-    mine = lambda snap: {k: v for k, v in key_files(snap, VICTIM).items() if ".failed." not in k and ".skipped." not in k}
+    def mine(snap):
+        return {k: v for k, v in key_files(snap, VICTIM).items() if ".failed." not in k and ".skipped." not in k}
     if state == "unchanged":
         assert key_files(after, VICTIM) == key_files(before, VICTIM)
     elif state == "failed":

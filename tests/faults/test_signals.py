@@ -104,7 +104,8 @@ def test_signal_to_regenerate_leaves_no_survivor(fb, tmp_path, sig, target):
         if proc.poll() is None:
             proc.kill()
     after = snapshot(fb)
-    mine = lambda snap: {k: v for k, v in key_files(snap, VICTIM).items() if ".failed." not in k}
+    def mine(snap):
+        return {k: v for k, v in key_files(snap, VICTIM).items() if ".failed." not in k}
     assert mine(after) == mine(before), "the last good fragment changed"
     for good in ("good-a@cpu", "good-b@cpu"):
         assert key_files(after, good) == key_files(before, good)

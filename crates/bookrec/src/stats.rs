@@ -28,7 +28,12 @@ impl Stats {
         } else {
             (s[n / 2 - 1] + s[n / 2]) / 2
         };
-        Stats { min: s[0], median, max: s[n - 1], n }
+        Stats {
+            min: s[0],
+            median,
+            max: s[n - 1],
+            n,
+        }
     }
 }
 
@@ -40,6 +45,9 @@ mod tests {
     fn median_of_even_count_is_mean_of_middle() {
         let ms = |v: u64| Duration::from_millis(v);
         let s = Stats::from_samples(&[ms(4), ms(1), ms(3), ms(2)]);
-        assert_eq!((s.min, s.median, s.max, s.n), (ms(1), Duration::from_micros(2500), ms(4), 4));
+        assert_eq!(
+            (s.min, s.median, s.max, s.n),
+            (ms(1), Duration::from_micros(2500), ms(4), 4)
+        );
     }
 }

@@ -2,11 +2,9 @@
 //! 第一次计算单独计时（新进程里的第一次，GPU 上包括内核的加载）。
 
 use crate::device::Dev;
-use bookrec::{fmt_duration, record, record_duration, record_stats, Stats};
+use bookrec::modes::chains::{report, INPUTS};
 use candle_core::{Result, Tensor};
 use std::time::{Duration, Instant};
-
-const INPUTS: usize = 5;
 
 // ANCHOR: chain8
 /// 8 个逐元素 op：每个 op 一次完整的读写。
@@ -39,7 +37,7 @@ pub fn run(dev: &Dev, n: usize, rounds: usize) -> Result<()> {
     // ANCHOR: chain_rounds
     let per_eval = time_rounds(dev, rounds, || xs.iter().map(chain8).collect())?;
     // ANCHOR_END: chain_rounds
-    report(dev, "chain8", n, first, &per_eval);
+    report(&dev.run(), "chain8", n, first, &per_eval);
     drop(xs);
 
     // expr
@@ -56,7 +54,7 @@ pub fn run(dev: &Dev, n: usize, rounds: usize) -> Result<()> {
     let per_eval = time_rounds(dev, rounds, || {
         abc.iter().map(|[a, b, c]| expr(a, b, c)).collect()
     })?;
-    report(dev, "expr", n, first, &per_eval);
+    report(&dev.run(), "expr", n, first, &per_eval);
     Ok(())
 }
 
@@ -74,31 +72,4 @@ fn time_rounds(
         per_eval.push(t.elapsed() / results.len() as u32);
     }
     Ok(per_eval)
-}
-
-fn report(dev: &Dev, chain: &str, n: usize, first: Duration, per_eval: &[Duration]) {
-    let s = Stats::from_samples(per_eval);
-    println!(
-        "candle {} {chain} {n}x{n} f32: first evaluation {}",
-        dev.label(),
-        fmt_duration(first)
-    );
-    println!(
-        "candle {} {chain}: per evaluation min {} median {} (of {} rounds)",
-        dev.label(),
-        fmt_duration(s.min),
-        fmt_duration(s.median),
-        s.n,
-    );
-    let size = n.to_string();
-    let tags = dev.tags(&[("chain", chain), ("size", &size)]);
-    record_duration("chains.first", first, &tags);
-    record_stats("chains.per_eval", &s, &tags);
-    for (i, d) in per_eval.iter().enumerate() {
-        let round = i.to_string();
-        let mut t = tags.clone();
-        t.push(("round", &round));
-        record_duration("chains.round", *d, &t);
-    }
-    record("chains.inputs_per_round", INPUTS, "", &tags);
 }

@@ -3,6 +3,8 @@
 //! 名字不认识、或者这个二进制没有编译进那个后端，都以退出码 2 结束，
 //! 并说出缺的是哪个 cargo feature。
 
+use crate::PROGRAM;
+use bookrec::{Run, Tags};
 use candle_core::{Device, Result};
 use std::time::{Duration, Instant};
 
@@ -28,9 +30,7 @@ impl Dev {
             "cpu" => (Device::Cpu, None),
             "cuda" => timed(name, new_cuda),
             "metal" => timed(name, new_metal),
-            other => fail(&format!(
-                "unknown device `{other}`: candle devices are cpu, cuda, metal"
-            )),
+            other => PROGRAM.unknown_device(other, &["cpu", "cuda", "metal"]),
         };
         Dev {
             name: name.to_string(),
@@ -55,11 +55,18 @@ impl Dev {
         self.device.synchronize()
     }
 
-    /// 记录用的标签：framework、device，再加上 `extra`。
-    pub fn tags<'a>(&'a self, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
-        let mut t = vec![("framework", "candle"), ("device", self.name.as_str())];
-        t.extend_from_slice(extra);
-        t
+    /// 这次运行在输出和记录里的身份：candle、设备名、输出里的设备名。
+    pub fn run(&self) -> Run<'_> {
+        Run {
+            framework: "candle",
+            device: &self.name,
+            label: self.label(),
+        }
+    }
+
+    /// 记录用的标签：framework、device；再用 `with` 加上别的。
+    pub fn tags(&self) -> Tags {
+        self.run().tags()
     }
 }
 
@@ -67,10 +74,7 @@ fn timed(name: &str, open: fn() -> Result<Device>) -> (Device, Option<Duration>)
     let t = Instant::now();
     match open() {
         Ok(d) => (d, Some(t.elapsed())),
-        Err(e) => {
-            eprintln!("design-bench: cannot open device `{name}`: {e}");
-            std::process::exit(1)
-        }
+        Err(e) => PROGRAM.fail(&format!("cannot open device `{name}`: {e}")),
     }
 }
 
@@ -81,11 +85,11 @@ fn new_cuda() -> Result<Device> {
 
 #[cfg(not(feature = "cuda"))]
 fn new_cuda() -> Result<Device> {
-    fail(
-        "device `cuda` is not compiled into this binary: build design-bench with `--features cuda`",
-    )
+    PROGRAM.not_compiled("cuda", "build design-bench with `--features cuda`")
 }
 
+// candle 的 metal feature 只能在 macOS 上编译（依赖的 objc2 在别的系统上拒绝编译），
+// 所以这里按目标系统判断，不另设 feature；Linux 上的 CI 查不到这一支。
 #[cfg(target_os = "macos")]
 fn new_metal() -> Result<Device> {
     Device::new_metal(0)
@@ -93,11 +97,8 @@ fn new_metal() -> Result<Device> {
 
 #[cfg(not(target_os = "macos"))]
 fn new_metal() -> Result<Device> {
-    fail("device `metal` is not compiled into this binary: candle-core's `metal` feature is enabled only on macOS")
-}
-
-/// 用法错误：打印原因，退出码 2。
-pub fn fail(msg: &str) -> ! {
-    eprintln!("design-bench: {msg}");
-    std::process::exit(2)
+    PROGRAM.not_compiled(
+        "metal",
+        "candle-core's `metal` feature is enabled only on macOS",
+    )
 }

@@ -21,7 +21,7 @@ pub fn run(dev: &Dev) -> Result<()> {
         println!("matmul [2, 3] x [2, 3]: Err: {e}");
     }
     // ANCHOR_END: errors
-    let tags = dev.tags(&[]);
+    let tags = dev.tags();
     record("errors.add", err_text(&add), "", &tags);
     record("errors.matmul", err_text(&matmul), "", &tags);
 

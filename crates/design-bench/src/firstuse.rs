@@ -6,9 +6,10 @@
 //! 两个子进程共用一个新建的空缓存目录，第一个进程付编译的钱，第二个进程读缓存。
 //! Metal 上同样跑两个进程（`.metal` 文件在第一次用到时编译），只是没有可以指定的缓存目录。
 
-use crate::device::{fail, Dev};
+use crate::device::Dev;
 use crate::mlp;
-use bookrec::{fmt_duration, record, record_duration};
+use crate::PROGRAM;
+use bookrec::{fmt_duration, record, record_duration, Tags};
 use candle_core::{DType, Result, Tensor};
 use std::path::Path;
 use std::process::Command;
@@ -32,17 +33,15 @@ pub fn run(device: &str) -> Result<()> {
         }
         let status = cmd.status()?;
         if !status.success() {
-            fail(&format!("firstuse: process {process} failed: {status}"));
+            PROGRAM.fail(&format!("firstuse: process {process} failed: {status}"));
         }
         if process == "1" && device == "cuda" {
             let bytes = dir_size(&cache);
             println!("driver cache after process 1: {:.1} MB", bytes as f64 / 1e6);
-            record(
-                "firstuse.cache_bytes",
-                bytes as f64,
-                "B",
-                &[("framework", "candle"), ("device", device)],
-            );
+            let tags = Tags::new()
+                .with("framework", "candle")
+                .with("device", device);
+            record("firstuse.cache_bytes", bytes as f64, "B", &tags);
         }
     }
     let _ = std::fs::remove_dir_all(&cache);
@@ -108,7 +107,7 @@ fn report(dev: &Dev, process: &str, what: &str, first: Duration, again: Duration
         fmt_duration(first),
         fmt_duration(again)
     );
-    let tags = dev.tags(&[("what", what), ("process", process)]);
+    let tags = dev.tags().with("what", what).with("process", process);
     record_duration("firstuse.first", first, &tags);
     record_duration("firstuse.again", again, &tags);
 }

@@ -5,7 +5,7 @@
 //!   模式：matmul [n=1024] | mlp | phases | chains [n=4096] [rounds=7] | smallop [iters=1000000]
 //!         | errors | views [iters=1000000] | deadlock | varset
 //!         | firstuse（启动自己两次：firstuse-process <设备> <1|2>）
-//! 和 design-burn 逐模式对应：同一个负载，同样的结构和名字。
+//! 和 design-burn 逐模式对应：同一个负载，同样的结构和名字（共有模式的报告在 bookrec::modes）。
 
 mod chains;
 
@@ -17,30 +17,27 @@ mod mlp;
 mod smallop;
 mod storage;
 
-use device::{fail, Dev};
+use bookrec::cli::Program;
+use device::Dev;
 
-const USAGE: &str = "usage: design-bench <matmul|mlp|phases|chains|smallop|errors|views|deadlock|varset|firstuse> <cpu|cuda|metal> [args...]";
+pub static PROGRAM: Program = Program::new(
+    "design-bench",
+    "usage: design-bench <matmul|mlp|phases|chains|smallop|errors|views|deadlock|varset|firstuse> <cpu|cuda|metal> [args...]",
+);
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let (Some(mode), Some(name)) = (args.first(), args.get(1)) else {
-        fail(USAGE)
-    };
+    let args = PROGRAM.args();
+    let (mode, name) = (args.mode.as_str(), args.device.as_str());
     if mode == "firstuse" {
         // 父进程不打开设备，只启动两个子进程
         if let Err(e) = firstuse::run(name) {
-            fail(&format!("firstuse: {e}"));
+            PROGRAM.fail(&format!("firstuse: {e}"));
         }
         return;
     }
     let dev = Dev::open(name);
-    let num = |i: usize, default: usize| match args.get(2 + i) {
-        None => default,
-        Some(s) => s
-            .parse()
-            .unwrap_or_else(|_| fail(&format!("not a number: {s}"))),
-    };
-    let result = match mode.as_str() {
+    let num = |i: usize, default: usize| PROGRAM.num(&args, i, default);
+    let result = match mode {
         "matmul" => matmul::run(&dev, num(0, 1024)),
         "mlp" => mlp::run(&dev),
         "phases" => mlp::run_phases(&dev),
@@ -50,11 +47,12 @@ fn main() {
         "views" => storage::run_views(&dev, num(0, 1_000_000)),
         "deadlock" => storage::run_deadlock(&dev),
         "varset" => storage::run_varset(&dev),
-        "firstuse-process" => firstuse::run_process(&dev, args.get(2).map_or("1", |s| s.as_str())),
-        other => fail(&format!("unknown mode `{other}`\n{USAGE}")),
+        "firstuse-process" => {
+            firstuse::run_process(&dev, args.rest().first().map_or("1", |s| s.as_str()))
+        }
+        other => PROGRAM.unknown_mode(other),
     };
     if let Err(e) = result {
-        eprintln!("design-bench {mode}: {e}");
-        std::process::exit(1);
+        PROGRAM.fail(&format!("{mode}: {e}"));
     }
 }

@@ -1,14 +1,14 @@
 //! matmul：两个 n×n 的 f32 随机矩阵，先同步；第一次 matmul 计时到同步完成，再跑 20 次。
 
 use crate::device::Dev;
-use bookrec::{fmt_duration, measure, record, record_duration, record_stats};
+use bookrec::measure;
+use bookrec::modes::matmul;
 use candle_core::{Result, Tensor};
 use std::time::Instant;
 
 pub fn run(dev: &Dev, n: usize) -> Result<()> {
     if let Some(init) = dev.init {
-        println!("candle new_{}: {}", dev.name, fmt_duration(init));
-        record_duration("matmul.device_init", init, &dev.tags(&[]));
+        matmul::device_init(&dev.run(), &format!("new_{}", dev.name), init);
     }
     // ANCHOR: matmul_timing
     let a = Tensor::rand(-1f32, 1f32, (n, n), &dev.device)?;
@@ -26,19 +26,6 @@ pub fn run(dev: &Dev, n: usize) -> Result<()> {
     });
     // ANCHOR_END: matmul_timing
     drop(c);
-    let gflops = 2.0 * (n as f64).powi(3) / later.median.as_secs_f64() / 1e9;
-    println!(
-        "candle {} {n}x{n} f32: first {}  later min {} median {} ({gflops:.0} GFLOP/s)",
-        dev.label(),
-        fmt_duration(first),
-        fmt_duration(later.min),
-        fmt_duration(later.median),
-    );
-    let size = n.to_string();
-    let tags = dev.tags(&[("size", &size)]);
-    record("matmul.path", dev.label(), "", &tags);
-    record_duration("matmul.first", first, &tags);
-    record_stats("matmul.later", &later, &tags);
-    record("matmul.gflops", gflops, "GFLOP/s", &tags);
+    matmul::report(&dev.run(), n, first, &later);
     Ok(())
 }

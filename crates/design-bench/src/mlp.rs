@@ -4,15 +4,11 @@
 
 use crate::device::Dev;
 use bookrec::data;
-use bookrec::{fmt_duration, record, record_duration, record_stats, Stats};
+use bookrec::modes::mlp::{report, LR, SAMPLES, STEPS, WARMUP};
+use bookrec::{fmt_duration, record_duration, Stats};
 use candle_core::{DType, Result, Tensor};
 use candle_nn::{linear, loss, AdamW, Linear, Module, Optimizer, ParamsAdamW, VarBuilder, VarMap};
 use std::time::{Duration, Instant};
-
-const LR: f64 = 1e-2;
-const SAMPLES: usize = 64;
-const WARMUP: usize = 20;
-const STEPS: usize = 200;
 
 // ANCHOR: mlp_model
 struct Mlp {
@@ -101,48 +97,9 @@ pub fn run(dev: &Dev) -> Result<()> {
     dev.sync()?;
     let total = t.elapsed();
     // ANCHOR_END: mlp_timing
-    report(
-        dev,
-        first,
-        &Stats::from_samples(&times),
-        loop_time,
-        total,
-        last_loss,
-    );
+    let read = Stats::from_samples(&times);
+    report(&dev.run(), first, &read, loop_time, total, last_loss);
     Ok(())
-}
-
-fn report(
-    dev: &Dev,
-    first: Duration,
-    read: &Stats,
-    loop_time: Duration,
-    total: Duration,
-    loss: f32,
-) {
-    let steps = STEPS as u32;
-    let after = 1 + WARMUP + STEPS;
-    println!(
-        "candle {}: first step {}, read: median {} min {}, noread: {}/step (loop {}), loss after {after} steps {loss:.6}",
-        dev.label(),
-        fmt_duration(first),
-        fmt_duration(read.median),
-        fmt_duration(read.min),
-        fmt_duration(total / steps),
-        fmt_duration(loop_time / steps),
-    );
-    let tags = dev.tags(&[]);
-    record_duration("mlp.first_step", first, &tags);
-    record_stats("mlp.read.step", read, &tags);
-    record_duration("mlp.noread.step", total / steps, &tags);
-    record_duration("mlp.noread.loop_step", loop_time / steps, &tags);
-    let after = after.to_string();
-    record(
-        "mlp.loss",
-        loss as f64,
-        "",
-        &dev.tags(&[("after_steps", &after)]),
-    );
 }
 
 pub fn run_phases(dev: &Dev) -> Result<()> {
@@ -175,8 +132,7 @@ pub fn run_phases(dev: &Dev) -> Result<()> {
         fmt_duration(bwd),
         fmt_duration(opt_step),
     );
-    let steps = STEPS.to_string();
-    let tags = dev.tags(&[("steps", &steps)]);
+    let tags = dev.tags().with("steps", STEPS);
     record_duration("phases.forward_loss", fwd, &tags);
     record_duration("phases.backward", bwd, &tags);
     record_duration("phases.optimizer", opt_step, &tags);

@@ -2,12 +2,10 @@
 //! 张量这么小，量到的几乎全是框架本身的开销：分派、检查、取锁、分配。
 
 use crate::device::Dev;
-use bookrec::{fmt_duration, record};
+use bookrec::modes::smallop::{report, ROUNDS};
 use candle_core::{Result, Tensor};
 use std::hint::black_box;
-use std::time::{Duration, Instant};
-
-const ROUNDS: usize = 3;
+use std::time::Instant;
 
 pub fn run(dev: &Dev, iters: usize) -> Result<()> {
     let a = Tensor::ones(16, candle_core::DType::F32, &dev.device)?;
@@ -21,18 +19,7 @@ pub fn run(dev: &Dev, iters: usize) -> Result<()> {
         dev.sync()?;
         let per_op = t.elapsed().as_secs_f64() / iters as f64;
         // ANCHOR_END: smallop
-        println!(
-            "candle {} add 16xf32 round {round}: {}/op",
-            dev.label(),
-            fmt_duration(Duration::from_secs_f64(per_op))
-        );
-        let (r, n) = (round.to_string(), iters.to_string());
-        record(
-            "smallop.per_op",
-            per_op,
-            "s",
-            &dev.tags(&[("round", &r), ("iters", &n)]),
-        );
+        report(&dev.run(), round, iters, per_op);
     }
     Ok(())
 }

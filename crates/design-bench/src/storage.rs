@@ -42,8 +42,7 @@ pub fn run_views(dev: &Dev, iters: usize) -> Result<()> {
             fmt_secs(transpose),
             fmt_secs(narrow),
         );
-        let n = iters.to_string();
-        let tags = dev.tags(&[("size", size), ("iters", &n)]);
+        let tags = dev.tags().with("size", size).with("iters", iters);
         record("views.clone", clone, "s", &tags);
         record("views.t", transpose, "s", &tags);
         record("views.narrow", narrow, "s", &tags);
@@ -71,7 +70,7 @@ pub fn run_views(dev: &Dev, iters: usize) -> Result<()> {
         held.map_or("(not inspected off cpu)".to_string(), |n| n.to_string()),
         fmt_secs(copy_time),
     );
-    let tags = dev.tags(&[]);
+    let tags = dev.tags();
     record("views.copy.view_elems", copied.elem_count(), "", &tags);
     if let Some(n) = held {
         record("views.copy.storage_elems", n, "", &tags);
@@ -118,7 +117,7 @@ pub fn run_deadlock(dev: &Dev) -> Result<()> {
     let r = a.inplace_op2(&a, &Noop);
     println!("returned: {r:?}");
     // ANCHOR_END: deadlock
-    record("deadlock.returned", true, "", &dev.tags(&[]));
+    record("deadlock.returned", true, "", &dev.tags());
     Ok(())
 }
 
@@ -126,7 +125,7 @@ pub fn run_deadlock(dev: &Dev) -> Result<()> {
 fn announce(dev: &Dev, line: &str) {
     println!("{line}");
     std::io::stdout().flush().ok();
-    record("deadlock.reached_call", true, "", &dev.tags(&[]));
+    record("deadlock.reached_call", true, "", &dev.tags());
 }
 
 pub fn run_varset(dev: &Dev) -> Result<()> {
@@ -146,8 +145,8 @@ pub fn run_varset(dev: &Dev) -> Result<()> {
     println!("v.set(&v.t().contiguous()): {r2:?} -> {now:?}");
     // ANCHOR_END: varset
     if let Err(e) = &r {
-        record("varset.error", e.to_string(), "", &dev.tags(&[]));
+        record("varset.error", e.to_string(), "", &dev.tags());
     }
-    record("varset.contiguous_ok", r2.is_ok(), "", &dev.tags(&[]));
+    record("varset.contiguous_ok", r2.is_ok(), "", &dev.tags());
     Ok(())
 }

@@ -2,12 +2,10 @@
 //! 第一次计算单独计时（新进程里的第一次，GPU 上包括内核的生成和编译）。
 
 use crate::device::Dev;
-use bookrec::{fmt_duration, record, record_duration, record_stats, Stats};
+use bookrec::modes::chains::{report, INPUTS};
 use burn::prelude::*;
 use burn::tensor::Distribution;
 use std::time::{Duration, Instant};
-
-const INPUTS: usize = 5;
 
 // ANCHOR: chain8
 /// 8 个逐元素 op：GPU 上 Fusion 把它们合成一个内核，Flex 上逐个执行。
@@ -40,7 +38,7 @@ pub fn run(dev: &Dev, n: usize, rounds: usize) {
     // ANCHOR: chain_rounds
     let per_eval = time_rounds(dev, rounds, || xs.iter().cloned().map(chain8).collect());
     // ANCHOR_END: chain_rounds
-    report(dev, "chain8", n, first, &per_eval);
+    report(&dev.run(), "chain8", n, first, &per_eval);
     drop(xs);
 
     // expr
@@ -57,7 +55,7 @@ pub fn run(dev: &Dev, n: usize, rounds: usize) {
     let per_eval = time_rounds(dev, rounds, || {
         abc.iter().cloned().map(|[a, b, c]| expr(a, b, c)).collect()
     });
-    report(dev, "expr", n, first, &per_eval);
+    report(&dev.run(), "expr", n, first, &per_eval);
 }
 
 /// 每轮：算完这一轮的全部输入、结果留到同步之后；返回每轮折合到一次计算的时间。
@@ -74,31 +72,4 @@ fn time_rounds(
         per_eval.push(t.elapsed() / results.len() as u32);
     }
     per_eval
-}
-
-fn report(dev: &Dev, chain: &str, n: usize, first: Duration, per_eval: &[Duration]) {
-    let s = Stats::from_samples(per_eval);
-    println!(
-        "burn {} {chain} {n}x{n} f32: first evaluation {}",
-        dev.label(),
-        fmt_duration(first)
-    );
-    println!(
-        "burn {} {chain}: per evaluation min {} median {} (of {} rounds)",
-        dev.label(),
-        fmt_duration(s.min),
-        fmt_duration(s.median),
-        s.n,
-    );
-    let size = n.to_string();
-    let tags = dev.tags(&[("chain", chain), ("size", &size)]);
-    record_duration("chains.first", first, &tags);
-    record_stats("chains.per_eval", &s, &tags);
-    for (i, d) in per_eval.iter().enumerate() {
-        let round = i.to_string();
-        let mut t = tags.clone();
-        t.push(("round", &round));
-        record_duration("chains.round", *d, &t);
-    }
-    record("chains.inputs_per_round", INPUTS, "", &tags);
 }

@@ -3,12 +3,14 @@
 //! 名字不认识、或者这个二进制没有编译进那个后端，都以退出码 2 结束，
 //! 并说出缺的是哪个 cargo feature。
 
+use crate::PROGRAM;
+use bookrec::Run;
 use burn::prelude::*;
 use std::time::{Duration, Instant};
 
 /// 一个打开的设备和它在输出里的叫法。
 pub struct Dev {
-    /// 命令行上的名字：flex、cuda、metal。
+    /// 命令行上的名字：flex、cuda、vulkan、metal。
     pub name: String,
     pub device: Device,
     /// GPU：建设备加上第一个 op 并同步的时间（burn 的设备是惰性初始化的）；Flex 没有这一步。
@@ -22,9 +24,7 @@ impl Dev {
             "cuda" => timed(new_cuda),
             "vulkan" => timed(new_vulkan),
             "metal" => timed(new_metal),
-            other => fail(&format!(
-                "unknown device `{other}`: burn devices here are flex, cuda, vulkan, metal"
-            )),
+            other => PROGRAM.unknown_device(other, &["flex", "cuda", "vulkan", "metal"]),
         };
         Dev {
             name: name.to_string(),
@@ -42,11 +42,13 @@ impl Dev {
         self.device.sync().expect("device sync");
     }
 
-    /// 记录用的标签：framework、device，再加上 `extra`。
-    pub fn tags<'a>(&'a self, extra: &[(&'a str, &'a str)]) -> Vec<(&'a str, &'a str)> {
-        let mut t = vec![("framework", "burn"), ("device", self.name.as_str())];
-        t.extend_from_slice(extra);
-        t
+    /// 这次运行在输出和记录里的身份：burn、设备名、输出里的设备名。
+    pub fn run(&self) -> Run<'_> {
+        Run {
+            framework: "burn",
+            device: &self.name,
+            label: self.label(),
+        }
     }
 }
 
@@ -66,7 +68,7 @@ fn new_cuda() -> Device {
 
 #[cfg(not(feature = "cuda"))]
 fn new_cuda() -> Device {
-    fail("device `cuda` is not compiled into this binary: build design-burn with `--features cuda`")
+    PROGRAM.not_compiled("cuda", "build design-burn with `--features cuda`")
 }
 
 #[cfg(feature = "vulkan")]
@@ -76,21 +78,19 @@ fn new_vulkan() -> Device {
 
 #[cfg(not(feature = "vulkan"))]
 fn new_vulkan() -> Device {
-    fail("device `vulkan` is not compiled into this binary: build design-burn with `--features vulkan`")
+    PROGRAM.not_compiled("vulkan", "build design-burn with `--features vulkan`")
 }
 
-#[cfg(target_os = "macos")]
+// Metal：macOS 上自动打开（Cargo.toml 的 target 依赖）；别的系统上 `--features metal` 只为类型检查。
+#[cfg(any(feature = "metal", target_os = "macos"))]
 fn new_metal() -> Device {
     Device::metal(DeviceKind::DefaultDevice)
 }
 
-#[cfg(not(target_os = "macos"))]
+#[cfg(not(any(feature = "metal", target_os = "macos")))]
 fn new_metal() -> Device {
-    fail("device `metal` is not compiled into this binary: burn's `metal` feature is enabled only on macOS")
-}
-
-/// 用法错误：打印原因，退出码 2。
-pub fn fail(msg: &str) -> ! {
-    eprintln!("design-burn: {msg}");
-    std::process::exit(2)
+    PROGRAM.not_compiled(
+        "metal",
+        "burn's `metal` feature is on by default on macOS only",
+    )
 }

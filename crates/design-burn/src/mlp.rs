@@ -1,20 +1,16 @@
 //! mlp：4 → 16 → 1 的 MLP，ReLU，MSE，Adam，学习率 1e-2，64 个样本。
 //! 第一步单独计时，20 步预热，再各 200 步「读回」和「不读回」。
 
-use bookrec::data;
 use crate::device::Dev;
-use bookrec::{fmt_duration, record, record_duration, record_stats, Stats};
+use bookrec::data;
+use bookrec::modes::mlp::{report, LR, SAMPLES, STEPS, WARMUP};
+use bookrec::Stats;
 use burn::nn::loss::{MseLoss, Reduction};
 use burn::nn::{Linear, LinearConfig};
 use burn::optim::{AdamConfig, GradientsParams, ModuleOptimizer};
 use burn::prelude::*;
 use burn::tensor::activation::relu;
-use std::time::{Duration, Instant};
-
-const LR: f64 = 1e-2;
-const SAMPLES: usize = 64;
-const WARMUP: usize = 20;
-const STEPS: usize = 200;
+use std::time::Instant;
 
 // ANCHOR: mlp_model
 #[derive(Module, Debug)]
@@ -88,45 +84,6 @@ pub fn run(dev: &Dev) {
     let total = t.elapsed();
     // ANCHOR_END: mlp_timing
     drop(model);
-    report(
-        dev,
-        first,
-        &Stats::from_samples(&times),
-        loop_time,
-        total,
-        last_loss,
-    );
-}
-
-fn report(
-    dev: &Dev,
-    first: Duration,
-    read: &Stats,
-    loop_time: Duration,
-    total: Duration,
-    loss: f32,
-) {
-    let steps = STEPS as u32;
-    let after = 1 + WARMUP + STEPS;
-    println!(
-        "burn {}: first step {}, read: median {} min {}, noread: {}/step (loop {}), loss after {after} steps {loss:.6}",
-        dev.label(),
-        fmt_duration(first),
-        fmt_duration(read.median),
-        fmt_duration(read.min),
-        fmt_duration(total / steps),
-        fmt_duration(loop_time / steps),
-    );
-    let tags = dev.tags(&[]);
-    record_duration("mlp.first_step", first, &tags);
-    record_stats("mlp.read.step", read, &tags);
-    record_duration("mlp.noread.step", total / steps, &tags);
-    record_duration("mlp.noread.loop_step", loop_time / steps, &tags);
-    let after = after.to_string();
-    record(
-        "mlp.loss",
-        loss as f64,
-        "",
-        &dev.tags(&[("after_steps", &after)]),
-    );
+    let read = Stats::from_samples(&times);
+    report(&dev.run(), first, &read, loop_time, total, last_loss);
 }

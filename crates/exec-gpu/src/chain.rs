@@ -6,7 +6,7 @@ use std::time::Instant;
 use bookrec::{fmt_duration, measure, record, record_duration, record_stats, Stats};
 use burn::tensor::{read_sync, Device, ProfileOptions, Tensor, TensorData, TimingMethod};
 
-use crate::device::Tags;
+use crate::device::tags;
 use crate::lazy::rand;
 
 /// One of the chain8 variants below.
@@ -67,7 +67,7 @@ fn print_stats(dev: &str, n: usize, what: &str, s: &Stats) {
 }
 
 pub fn chain8_mode(dev: &str, device: &Device, n: usize) {
-    let tags = Tags::new(dev).with("size", n);
+    let tags = tags(dev).with("size", n);
     let x = rand(n, device);
     // x is computed before the clock starts.
     device.sync().unwrap();
@@ -80,7 +80,7 @@ pub fn chain8_mode(dev: &str, device: &Device, n: usize) {
         "{dev} {n}x{n} chain8 first call (read back): {}",
         fmt_duration(first)
     );
-    record_duration("chain8.first_call", first, &tags.get());
+    record_duration("chain8.first_call", first, &tags);
 
     let wall = measure(1, 10, || {
         let y = chain8(x.clone());
@@ -88,16 +88,16 @@ pub fn chain8_mode(dev: &str, device: &Device, n: usize) {
         drop(y);
     });
     print_stats(dev, n, "chain8 wall (sync)", &wall);
-    record_stats("chain8.wall", &wall, &tags.get());
+    record_stats("chain8.wall", &wall, &tags);
 
     let (dt, method) = device_time(device, &x, chain8);
     print_stats(dev, n, "chain8 device time (profile_with flush)", &dt);
-    record_stats("chain8.device", &dt, &tags.with("timing", method).get());
+    record_stats("chain8.device", &dt, &tags.with("timing", method));
     note_timing(dev, method);
 }
 
 pub fn chaindims(dev: &str, device: &Device, n: usize) {
-    let tags = Tags::new(dev).with("size", n);
+    let tags = tags(dev).with("size", n);
     let x = rand(n, device);
     device.sync().unwrap();
     let variants: [(&str, &str, Chain); 3] = [
@@ -119,14 +119,14 @@ pub fn chaindims(dev: &str, device: &Device, n: usize) {
         record_stats(
             "chaindims.device",
             &s,
-            &tags.with("variant", variant).with("timing", m).get(),
+            &tags.with("variant", variant).with("timing", m),
         );
         medians.push(s.median);
     }
     // Slower by more than 20 %: the extra line changed how the chain ran.
     let slower = |i: usize| medians[i].as_secs_f64() > 1.2 * medians[0].as_secs_f64();
-    record("chaindims.dims_slower", slower(1), "", &tags.get());
-    record("chaindims.to_data_slower", slower(2), "", &tags.get());
+    record("chaindims.dims_slower", slower(1), "", &tags);
+    record("chaindims.to_data_slower", slower(2), "", &tags);
     note_timing(dev, method);
 }
 
@@ -163,7 +163,7 @@ pub fn accuracy(dev: &str, device: &Device) {
         format!("burn {dev}"),
         sci(err)
     );
-    record("accuracy.max_abs_err", err, "", &Tags::new(dev).get());
+    record("accuracy.max_abs_err", err, "", &tags(dev));
 }
 
 /// `1.247e-07`, as Python's `{:.3e}` writes it (Rust would write `1.247e-7`).

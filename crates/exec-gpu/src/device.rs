@@ -1,6 +1,9 @@
 //! Device by name, and the tags every record of this program carries.
 
+use bookrec::{Run, Tags};
 use burn::tensor::Device;
+
+use crate::PROGRAM;
 
 /// The device for a name given on the command line: `flex`, `cuda`, `vulkan` or `metal`.
 ///
@@ -12,48 +15,29 @@ pub fn device(name: &str) -> Device {
         #[cfg(feature = "cuda")]
         "cuda" => Device::cuda(0),
         #[cfg(not(feature = "cuda"))]
-        "cuda" => missing("cuda", "build with `--features cuda`"),
+        "cuda" => PROGRAM.not_compiled("cuda", "build with `--features cuda`"),
         #[cfg(feature = "vulkan")]
         "vulkan" => Device::vulkan(burn::tensor::DeviceKind::DefaultDevice),
         #[cfg(not(feature = "vulkan"))]
-        "vulkan" => missing("vulkan", "build with `--features vulkan`"),
-        #[cfg(target_os = "macos")]
+        "vulkan" => PROGRAM.not_compiled("vulkan", "build with `--features vulkan`"),
+        // On by default on macOS (Cargo.toml); elsewhere `--features metal` only type-checks it.
+        #[cfg(any(feature = "metal", target_os = "macos"))]
         "metal" => Device::metal(burn::tensor::DeviceKind::DefaultDevice),
-        #[cfg(not(target_os = "macos"))]
-        "metal" => missing(
+        #[cfg(not(any(feature = "metal", target_os = "macos")))]
+        "metal" => PROGRAM.not_compiled(
             "metal",
-            "burn's `metal` feature is enabled on macOS builds only",
+            "burn's `metal` feature is on by default on macOS only",
         ),
-        other => {
-            eprintln!("unknown device {other:?}: one of flex, cuda, vulkan, metal");
-            std::process::exit(2)
-        }
+        other => PROGRAM.unknown_device(other, &["flex", "cuda", "vulkan", "metal"]),
     }
 }
 
-fn missing(name: &str, how: &str) -> ! {
-    eprintln!("device {name:?} is not compiled into this binary: {how}");
-    std::process::exit(2)
-}
-
-/// Tags for a record: framework and device always, then whatever the caller adds.
-pub struct Tags(Vec<(&'static str, String)>);
-
-impl Tags {
-    pub fn new(device: &str) -> Self {
-        Tags(vec![
-            ("framework", "burn".into()),
-            ("device", device.into()),
-        ])
+/// Tags for a record of this program on `device`: framework (burn) and device; add more with `with`.
+pub fn tags(device: &str) -> Tags {
+    Run {
+        framework: "burn",
+        device,
+        label: device,
     }
-
-    pub fn with(&self, key: &'static str, value: impl ToString) -> Self {
-        let mut v = self.0.clone();
-        v.push((key, value.to_string()));
-        Tags(v)
-    }
-
-    pub fn get(&self) -> Vec<(&str, &str)> {
-        self.0.iter().map(|(k, v)| (*k, v.as_str())).collect()
-    }
+    .tags()
 }

@@ -7,10 +7,10 @@
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::process::Command;
 
-use bookrec::record;
+use bookrec::{record, Tags};
 use burn::tensor::{Device, Int, Tensor, TensorData};
 
-use crate::device::Tags;
+use crate::device::tags;
 
 /// Catches a panic at one call: prints it, records where (`name` = `value`) and the panic's
 /// message (`message`), then lets the panic go on.
@@ -27,7 +27,7 @@ impl AtCall<'_> {
             Ok(v) => v,
             Err(payload) => {
                 println!("--- returned to caller: panicked");
-                record(self.name, self.value, "", &self.tags.get());
+                record(self.name, self.value, "", self.tags);
                 let text = payload
                     .downcast_ref::<String>()
                     .map(String::as_str)
@@ -37,7 +37,7 @@ impl AtCall<'_> {
                     self.message,
                     format!("panic: {}", text.trim()),
                     "",
-                    &self.tags.get(),
+                    self.tags,
                 );
                 resume_unwind(payload)
             }
@@ -65,7 +65,7 @@ fn floats(d: TensorData) -> Vec<f32> {
 }
 
 pub fn shape(dev: &str, device: &Device) {
-    let tags = Tags::new(dev);
+    let tags = tags(dev);
     let (name, message) = ("errors.shape.where", "errors.shape.message");
     let panics = AtCall {
         name,
@@ -85,11 +85,11 @@ pub fn shape(dev: &str, device: &Device) {
     let read = c.try_to_data().map(|d| d.shape().clone());
     println!("--- returned; c.try_to_data(): {read:?}");
     let outcome = if read.is_ok() { "none" } else { "read" };
-    record("errors.shape.where", outcome, "", &tags.get());
+    record("errors.shape.where", outcome, "", &tags);
 }
 
 pub fn huge(dev: &str, device: &Device) {
-    let tags = Tags::new(dev);
+    let tags = tags(dev);
     println!("--- {dev}: Tensor::<2>::zeros([1 << 18, 1 << 18], &device) + 1.0");
     if dev != "flex" {
         return huge_in_process(device, &tags);
@@ -99,7 +99,7 @@ pub fn huge(dev: &str, device: &Device) {
     // and in a child process, so that this one can say what happened.
     if let Some(why_not) = os_would_overcommit(1 << 38) {
         println!("--- skipped: {why_not}; the allocation would not fail at once here");
-        record("errors.huge.where", "skipped", "", &tags.get());
+        record("errors.huge.where", "skipped", "", &tags);
         return;
     }
     println!("--- in a child process (an allocation failure aborts the process):");
@@ -132,15 +132,15 @@ pub fn huge(dev: &str, device: &Device) {
             where_
         },
         "",
-        &tags.get(),
+        &tags,
     );
     record(
         "errors.huge.message",
         stderr.lines().next().unwrap_or(""),
         "",
-        &tags.get(),
+        &tags,
     );
-    record("errors.huge.child_status", status, "", &tags.get());
+    record("errors.huge.child_status", status, "", &tags);
 }
 
 /// The `huge-child` mode: the allocation itself, with nothing else to say.
@@ -202,16 +202,11 @@ fn huge_in_process(device: &Device, tags: &Tags) {
     }
     // ANCHOR_END: huge
     let ok = |b: bool| if b { "Ok" } else { "Err" };
-    record(
-        "errors.huge.small_read",
-        ok(small_read.is_ok()),
-        "",
-        &tags.get(),
-    );
-    record("errors.huge.sync", ok(synced.is_ok()), "", &tags.get());
-    record("errors.huge.read", ok(huge_read.is_ok()), "", &tags.get());
+    record("errors.huge.small_read", ok(small_read.is_ok()), "", tags);
+    record("errors.huge.sync", ok(synced.is_ok()), "", tags);
+    record("errors.huge.read", ok(huge_read.is_ok()), "", tags);
     if let Err(e) = &huge_read {
-        record("errors.huge.message", head(e), "", &tags.get());
+        record("errors.huge.message", head(e), "", tags);
     }
     let where_ = if small_read.is_err() {
         "read of another tensor"
@@ -222,11 +217,11 @@ fn huge_in_process(device: &Device, tags: &Tags) {
     } else {
         "none"
     };
-    record("errors.huge.where", where_, "", &tags.get());
+    record("errors.huge.where", where_, "", tags);
 }
 
 pub fn oob(dev: &str, device: &Device) {
-    let tags = Tags::new(dev);
+    let tags = tags(dev);
     let (name, message) = ("oob.outcome", "oob.message");
     let panics = AtCall {
         name,
@@ -257,5 +252,5 @@ pub fn oob(dev: &str, device: &Device) {
         (_, _, Err(_)) => "raised at read of y".to_string(),
         (_, _, Ok(v)) => format!("silent: read {}", v[0]),
     };
-    record("oob.outcome", outcome, "", &tags.get());
+    record("oob.outcome", outcome, "", &tags);
 }

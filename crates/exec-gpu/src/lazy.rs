@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use bookrec::{fmt_duration, measure, record, record_duration, record_stats, Stats};
 use burn::tensor::{Device, Distribution, Tensor};
 
-use crate::device::Tags;
+use crate::device::tags;
 
 pub fn rand(n: usize, device: &Device) -> Tensor<2> {
     Tensor::random([n, n], Distribution::Default, device)
@@ -33,21 +33,21 @@ pub fn ret(dev: &str, device: &Device, n: usize) {
         runs.push((returned, synced));
     }
     // ANCHOR_END: ret
-    let tags = Tags::new(dev).with("size", n);
+    let tags = tags(dev).with("size", n);
     for (i, (r, s)) in runs.iter().enumerate() {
-        record_duration("ret.returned", *r, &tags.with("run", i).get());
-        record_duration("ret.synced", *s, &tags.with("run", i).get());
+        record_duration("ret.returned", *r, &tags.with("run", i));
+        record_duration("ret.synced", *s, &tags.with("run", i));
     }
     let returned: Vec<Duration> = runs.iter().map(|r| r.0).collect();
     let synced: Vec<Duration> = runs.iter().map(|r| r.1).collect();
     let (r, s) = (Stats::from_samples(&returned), Stats::from_samples(&synced));
-    record_stats("ret.returned", &r, &tags.get());
-    record_stats("ret.synced", &s, &tags.get());
+    record_stats("ret.returned", &r, &tags);
+    record_stats("ret.synced", &s, &tags);
     record(
         "ret.returns_before_done",
         r.median < s.median / 2,
         "",
-        &tags.get(),
+        &tags,
     );
 }
 
@@ -60,7 +60,7 @@ pub fn drop_results(dev: &str, device: &Device, n: usize, reps: u32) {
         drop(y);
     };
     kept(); // 预热
-    let tags = Tags::new(dev).with("size", n).with("reps", reps);
+    let tags = tags(dev).with("size", n).with("reps", reps);
     for round in 0..3 {
         // ANCHOR: drop
         let t = Instant::now();
@@ -79,9 +79,9 @@ pub fn drop_results(dev: &str, device: &Device, n: usize, reps: u32) {
             fmt_duration(k.median)
         );
         let tags = tags.with("round", round);
-        record_duration("drop.dropped_per_eval", dropped, &tags.get());
-        record_stats("drop.kept", &k, &tags.get());
+        record_duration("drop.dropped_per_eval", dropped, &tags);
+        record_stats("drop.kept", &k, &tags);
         let executes = dropped > k.median / 2;
-        record("drop.dropped_executes", executes, "", &tags.get());
+        record("drop.dropped_executes", executes, "", &tags);
     }
 }

@@ -5,43 +5,41 @@
 //! exec-gpu MODE DEVICE [N] [REPS]    MODE: ret drop chain8 chaindims accuracy shape huge oob
 //! ```
 //!
-//! DEVICE: `flex`, `cuda` (feature `cuda`), `vulkan` (feature `vulkan`) or `metal` (macOS
-//! builds). N is the side of the
+//! DEVICE: `flex`, `cuda` (feature `cuda`), `vulkan` (feature `vulkan`) or `metal` (on by
+//! default on macOS; feature `metal` elsewhere, for type-checking). N is the side of the
 //! square f32 tensors (default 4096); REPS the evaluations per round in `drop` (default 20).
 //! Every number a page may cite is also written as a record (see the `bookrec` crate).
+//! Usage errors exit with status 2 (`bookrec::cli`).
 
 mod chain;
 mod device;
 mod errors;
 mod lazy;
 
+use bookrec::cli::Program;
 use bookrec::record;
 use burn::backend::{Backend, Dispatch};
 
-use crate::device::{device, Tags};
+use crate::device::{device, tags};
 
-const USAGE: &str = "usage: exec-gpu dispatch DEVICE... | exec-gpu MODE DEVICE [N] [REPS]\n\
-                     MODE: ret drop chain8 chaindims accuracy shape huge oob; DEVICE: flex cuda vulkan metal";
+pub static PROGRAM: Program = Program::new(
+    "exec-gpu",
+    "usage: exec-gpu dispatch DEVICE... | exec-gpu MODE DEVICE [N] [REPS]\n\
+     MODE: ret drop chain8 chaindims accuracy shape huge oob; DEVICE: flex cuda vulkan metal",
+);
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let [mode, dev, rest @ ..] = args.as_slice() else {
-        eprintln!("{USAGE}");
-        std::process::exit(2);
-    };
+    let args = PROGRAM.args();
+    let (mode, dev) = (args.mode.as_str(), args.device.as_str());
     if mode == "dispatch" {
-        for d in std::iter::once(dev).chain(rest) {
+        for d in std::iter::once(dev).chain(args.rest().iter().map(String::as_str)) {
             dispatch(d);
         }
         return;
     }
-    let num = |i: usize, default: usize| -> usize {
-        rest.get(i)
-            .map_or(default, |s| s.parse().unwrap_or_else(|_| bad(s)))
-    };
-    let (n, reps) = (num(0, 4096), num(1, 20));
+    let (n, reps) = (PROGRAM.num(&args, 0, 4096), PROGRAM.num(&args, 1, 20));
     let device = device(dev);
-    match mode.as_str() {
+    match mode {
         "ret" => lazy::ret(dev, &device, n),
         "drop" => lazy::drop_results(dev, &device, n, reps as u32),
         "chain8" => chain::chain8_mode(dev, &device, n),
@@ -51,10 +49,7 @@ fn main() {
         "huge" => errors::huge(dev, &device),
         "huge-child" => errors::huge_child(&device),
         "oob" => errors::oob(dev, &device),
-        other => {
-            eprintln!("unknown mode {other:?}\n{USAGE}");
-            std::process::exit(2);
-        }
+        other => PROGRAM.unknown_mode(other),
     }
 }
 
@@ -67,11 +62,6 @@ fn dispatch(d: &str) {
         "dispatch.name",
         Dispatch::name(dev.as_dispatch()),
         "",
-        &Tags::new(d).get(),
+        &tags(d),
     );
-}
-
-fn bad(s: &str) -> ! {
-    eprintln!("not a number: {s:?}\n{USAGE}");
-    std::process::exit(2)
 }
