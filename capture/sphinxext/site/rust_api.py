@@ -22,6 +22,8 @@ from sphinx.application import Sphinx
 from sphinx.environment import BuildEnvironment
 from sphinx.util import logging
 
+from capture.sphinxext.site.depends import Dependency
+
 logger = logging.getLogger(__name__)
 
 GENERATED = ("api", "crates")  # where sphinx-rust writes, under the source directory
@@ -69,19 +71,17 @@ def sources_digest(app: Sphinx) -> str:
     return digest.hexdigest()
 
 
-def on_env_get_outdated(app: Sphinx, env: BuildEnvironment, added, changed, removed) -> list[str]:
-    now = sources_digest(app)
-    before = getattr(env, "book_rust_digest", None)
-    env.book_rust_digest = now
-    if before is None or before == now:
-        return []
+def generated_pages(app: Sphinx, env: BuildEnvironment) -> list[str]:
     prefix = "/".join(GENERATED) + "/"
-    return sorted(d for d in env.found_docs if d.startswith(prefix) and d not in removed)
+    return [d for d in env.found_docs if d.startswith(prefix)]
+
+
+CRATES = Dependency("rust-crates", sources_digest, pages=generated_pages)
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
     app.setup_extension("sphinx_rust")
     app.connect("builder-inited", before_sphinx_rust, priority=400)  # sphinx-rust's runs at 500
     app.connect("builder-inited", after_sphinx_rust, priority=600)
-    app.connect("env-get-outdated", on_env_get_outdated)
+    CRATES.connect(app)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}
