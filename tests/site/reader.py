@@ -84,8 +84,8 @@ CHART_TEXT_JS = """() => {
 }"""
 
 OVERFLOW_JS = """() => {
-  // Blocks of the article wider than their box. Scrolling is fine when the reader is told:
-  // the block (or its wrapper) carries data-book-overflow and a visible hint.
+  // Blocks of the article wider than their box. Scrolling is fine when the reader is told: the
+  // block carries data-book-overflow="true" and is described (aria-describedby) by a visible hint.
   const found = [];
   const root = document.querySelector('.bd-article') || document.body;
   root.querySelectorAll('*').forEach((el) => {
@@ -94,8 +94,9 @@ OVERFLOW_JS = """() => {
     if (ox === 'visible' || ox === 'clip') return;  // a child that overflows is reported where it scrolls
     if (ox === 'hidden') { found.push({what: describe(el), why: 'cut off (overflow hidden)'}); return; }
     const host = el.closest('[data-book-overflow]');
-    const hint = host && host.querySelector(':scope > .book-overflow-hint, :scope ~ .book-overflow-hint');
-    const hinted = host && host.getAttribute('data-book-overflow') === 'true' && hint && hint.getClientRects().length > 0;
+    const hint = host && document.getElementById(host.getAttribute('aria-describedby') || '');
+    const hinted = host && host.getAttribute('data-book-overflow') === 'true' && hint &&
+      hint.classList.contains('book-overflow-hint') && hint.getClientRects().length > 0 && hint.textContent.trim();
     if (!hinted) found.push({what: describe(el), why: `scrolls ${el.scrollWidth}px in ${el.clientWidth}px without a hint`});
   });
   const page = document.documentElement;
@@ -112,7 +113,9 @@ OVERFLOW_JS = """() => {
 STICKY_JS = """() => {
   // Tables that scroll keep their first column in view.
   const bad = [];
+  let checked = 0;
   document.querySelectorAll('.bd-article [data-book-overflow="true"] table').forEach((t) => {
+    checked += 1;
     const box = t.closest('[data-book-overflow]');
     const scroller = box.scrollWidth > box.clientWidth ? box : t.parentElement;
     const cell = t.querySelector('tbody tr > :first-child');
@@ -124,7 +127,7 @@ STICKY_JS = """() => {
     if (Math.abs(after - before) > 1)
       bad.push(`${(t.textContent || '').trim().slice(0, 40)}: first column moved ${Math.round(before - after)}px`);
   });
-  return bad;
+  return {checked, bad};
 }"""
 
 SPLIT_JS = """() => {
@@ -291,7 +294,7 @@ def main(argv: list[str]) -> int:
             lay = r[f"layout_{wd}"]
             mp = lay["chart_text_min_px"]
             print(f"  {wd} px: smallest chart text {mp and round(mp, 1)} px over {lay['charts_measured']} charts; "
-                  f"{len(lay['overflow'])} unhinted overflow; {len(lay['sticky'])} scrolling tables losing their first column; "
+                  f"{len(lay['overflow'])} unhinted overflow; {len(lay['sticky']['bad'])} of {lay['sticky']['checked']} scrolling tables lose their first column; "
                   f"{len(lay['split']['split'])} of {lay['split']['checked']} number/unit pairs split")
             for o in lay["overflow"][:8]:
                 print(f"      overflow: {o['what']}: {o['why']}")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from sphinx.application import Sphinx
 
-MODULES = ("anchors", "volumes", "zh_text", "rust_api", "mermaid")
+MODULES = ("anchors", "volumes", "zh_text", "rust_api", "mermaid", "theme")
 
 
 def setup(app: Sphinx):
