@@ -18,11 +18,38 @@ def html_pages(site: Path) -> list[Path]:
 
 
 MERMAID_PRE = re.compile(r'<pre [^>]*class="mermaid[^"]*"[^>]*>(.*?)</pre>', re.S)
+BUILT_CHART = re.compile(r'<div class="book-chart[ "][^>]*>(.*?)</div><p class="book-chart-tools', re.S)
+SVG = re.compile(r"<svg\b.*?</svg>", re.S)
 
 
 def mermaid_sources(page: Path) -> list[str]:
-    """The mermaid source of each chart on a built page, in page order."""
+    """The mermaid source of each chart left to the browser on a built page, in page order."""
     return [html.unescape(m) for m in MERMAID_PRE.findall(page.read_text(encoding="utf-8"))]
+
+
+def built_charts(page: Path) -> list[list[str]]:
+    """Each chart drawn at build time on a page, in page order: its SVGs (light, dark)."""
+    return [SVG.findall(m) for m in BUILT_CHART.findall(page.read_text(encoding="utf-8"))]
+
+
+def svg_text(svg: str) -> str:
+    """The text an SVG shows (its <style> left out)."""
+    body = re.sub(r"<style\b.*?</style>", "", svg, flags=re.S)
+    return html.unescape(re.sub(r"<[^>]+>", " ", body))
+
+
+def chart_sources(site: Path) -> dict[str, list[str]]:
+    """page (e.g. "eager.html") -> the mermaid source of each chart it has, in page order, from the
+    build's environment (capture/sphinxext/site/mermaid.py keeps them there)."""
+    import pickle
+
+    for doctrees in (site.parent / "doctrees", site / ".doctrees"):
+        env_file = doctrees / "environment.pickle"
+        if env_file.is_file():
+            with open(env_file, "rb") as fh:
+                env = pickle.load(fh)
+            return {f"{doc}.html": [code for code, _line in charts] for doc, charts in env.book_charts.items()}
+    raise FileNotFoundError(f"no environment.pickle next to {site}: build with -d <site>/../doctrees")
 
 
 class ParsedPage(HTMLParser):
