@@ -4,6 +4,7 @@
     nox -s docs                                                      strict build of the site
     nox -s tests                                                     machinery tests + re-run and compare + strict build
     nox -s status [-- --json]                                        fresh / stale / missing / failed, per platform
+    nox -s compare -- --only ID ...                                  run experiments here, print their figures beside the book's
     nox -s serve                                                     live preview while writing
 
 The sessions run on a Python that every locked wheel exists for (pyproject.toml's classifiers), found
@@ -74,6 +75,13 @@ def tests(session):
     session.run("python", "-m", "pytest", *(session.posargs or ["-q"]))
     session.run("python", "-m", "capture", "check")
     session.run(*SPHINX[:-1], os.path.join(session.create_tmp(), "html"))
+
+
+@nox.session(python=PYTHON.python, default=False)
+def compare(session):
+    """Run chosen experiments on this machine (a scratch store, never docs/_fragments); print their figures beside each captured platform's."""
+    install(session, ["run"])
+    session.run("python", "-m", "capture.compare", *session.posargs)
 
 
 @nox.session(python=PYTHON.python, default=False)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from sphinx.application import Sphinx
 
-MODULES = ("anchors", "volumes", "zh_text", "rust_api", "mermaid", "theme")
+MODULES = ("anchors", "volumes", "zh_text", "rust_api", "mermaid", "theme", "search", "ranwhere")
 
 
 def setup(app: Sphinx):

@@ -23,6 +23,8 @@ from markupsafe import Markup
 from sphinx.application import Sphinx
 from sphinx.config import Config
 
+from capture.sphinxext.site.depends import Dependency
+
 HERE = Path(__file__).resolve().parent
 TEMPLATES = HERE / "templates"
 STATIC = HERE / "static"
@@ -38,6 +40,21 @@ def name_summaries(toctree_html: str) -> str:
         return f'{m.group(1)}<summary aria-label="{html.escape(f"展开或收起「{title}」")}">'
 
     return _SUMMARY.sub(named, toctree_html)
+
+
+def static_fingerprint(app: Sphinx) -> list:
+    """Sizes and times of the files copied into _static/ (the site's own and the book's)."""
+    seen = []
+    for folder in app.config.html_static_path:
+        root = Path(app.confdir, folder)
+        if root.is_dir():
+            seen += sorted((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file())
+    return seen
+
+
+# Sphinx copies static files only in a build that writes a page: when one of them changed and no page
+# did, the front page is written again, so that an edited style sheet or script reaches the site.
+ASSETS = Dependency("site-assets", static_fingerprint, pages=lambda app, env: [app.config.root_doc])
 
 
 def on_config_inited(app: Sphinx, config: Config) -> None:
@@ -60,6 +77,7 @@ def on_html_page_context(app: Sphinx, pagename: str, templatename: str, context:
 def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("config-inited", on_config_inited)
     app.connect("html-page-context", on_html_page_context, priority=900)  # after the theme fills the context
+    ASSETS.connect(app)
     app.add_css_file("book-site.css")
     app.add_js_file("book-site.js", defer="defer")
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -56,12 +56,14 @@
   function watchOverflow() {
     const blocks = Array.from(document.querySelectorAll(SCROLLERS));
     if ("ResizeObserver" in window) {
+      // Called once per block after the first layout (not before DOMContentLoaded: no forced layout),
+      // then whenever a block's size changes: a window resized, a tab or a <details> opened.
       const ro = new ResizeObserver((entries) => entries.forEach((e) => check(e.target)));
       blocks.forEach((el) => ro.observe(el));
     } else {
+      window.addEventListener("load", () => blocks.forEach(check));
       window.addEventListener("resize", () => blocks.forEach(check));
     }
-    blocks.forEach(check);
   }
 
   // -- charts, full-size -------------------------------------------------------------------------
