@@ -24,6 +24,7 @@ page hook, which acts only for "raw", adds nothing.
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -154,7 +155,7 @@ def svg_markup(draw: render.Drawing, old_id: str, new_id: str, cls: str) -> str:
         return svg
     tag = re.sub(r'\sstyle="[^"]*"', "", root.group(0))
     tag = tag.replace('class="', f'class="{cls} ', 1) if 'class="' in tag else tag.replace("<svg", f'<svg class="{cls}"', 1)
-    style = f"max-width: {draw.width:.0f}px; min-width: {draw.min_width(READABLE_PX):.0f}px"
+    style = f"max-width: {math.ceil(draw.width)}px; min-width: {math.ceil(draw.min_width(READABLE_PX))}px"
     tag = tag[:-1] + f' style="{style}" focusable="false">'
     return tag + svg[root.end():]
 

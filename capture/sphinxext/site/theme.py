@@ -30,7 +30,7 @@ TEMPLATES = HERE / "templates"
 STATIC = HERE / "static"
 
 # pydata-sphinx-theme's collapsible toctree: <a ...>Title</a><details ...><summary><span class="toctree-toggle" ...
-_SUMMARY = re.compile(r'(<a class="reference internal"[^>]*>(.*?)</a>\s*<details(?: [^>]*)?>\s*)<summary>', re.S)
+_SUMMARY = re.compile(r'(<a class="[^"]*\breference internal\b[^"]*"[^>]*>((?:(?!<a\b).)*?)</a>\s*<details(?: [^>]*)?>\s*)<summary>', re.S)
 
 
 def name_summaries(toctree_html: str) -> str:

@@ -45,7 +45,7 @@
       .filter((t) => (t.textContent || "").trim())
       .map((t) => parseFloat(getComputedStyle(t).fontSize) || 16);
     const smallest = sizes.length ? Math.min(...sizes) : 16;
-    svg.style.minWidth = Math.round(box.width * Math.min(1, READABLE_PX / smallest)) + "px";
+    svg.style.minWidth = Math.ceil(box.width * Math.min(1, READABLE_PX / smallest)) + "px";
   }
 
   async function render(force) {
