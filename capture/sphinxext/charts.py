@@ -20,6 +20,9 @@ platform; anything else is a located error that says how to write the hexagon:
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import jinja2
 from docutils import nodes
 from docutils.parsers.rst import directives
@@ -61,6 +64,7 @@ class _Fill:
         return val
 
 
+OPTION_LINE = re.compile(r"\s*:[\w-]+:")
 HEXAGON_HELP = ("`{{ … }}` here is not value(...) or platform: if it is mermaid's hexagon shape, write it as "
                 "id{% raw %}{{\"text\"}}{% endraw %} (in a datachart, {{ }} is the template's own syntax)")
 
@@ -104,11 +108,10 @@ class DataChartDirective(SphinxDirective):
         try:
             clashes = collisions(template)
         except jinja2.TemplateSyntaxError as e:
-            warn(f"datachart: the template does not parse: {e.message} — fix the template",
-                 (self.env.docname, self.content_offset + (e.lineno or 1)), "template")
+            warn(f"datachart: the template does not parse: {e.message} — fix the template", self._line(e.lineno or 1), "template")
             return []
         for lineno, text in clashes:
-            warn(f"datachart: {HEXAGON_HELP}; got {text!r}", (self.env.docname, self.content_offset + lineno), "template")
+            warn(f"datachart: {HEXAGON_HELP}; got {text!r}", self._line(lineno), "template")
         if clashes:
             return []
         try:
@@ -142,6 +145,20 @@ class DataChartDirective(SphinxDirective):
         if len(items) == 1:
             return items[0][2]
         return [platform_tabs(items, classes=["book-chart-tabs"])]
+
+    def _line(self, lineno: int) -> str:
+        """The page location of the template's line `lineno` (1-based): after the fence and its option lines."""
+        source, fence = self.get_source_info()
+        try:
+            lines = Path(source).read_text(encoding="utf-8").splitlines()
+        except (OSError, TypeError):
+            return self.get_location()
+        i = fence  # 0-based index of the line after the fence
+        if i < len(lines) and lines[i].strip() == "---":  # options as a YAML block
+            i = next((j + 1 for j in range(i + 1, len(lines)) if lines[j].strip() == "---"), i)
+        while i < len(lines) and OPTION_LINE.match(lines[i]):
+            i += 1
+        return f"{source}:{i + lineno}"
 
     def _figure(self, b, plat, code, answers):
         from sphinxcontrib.mermaid import mermaid

@@ -90,10 +90,13 @@ class OutputDirective(SphinxDirective):
         return [notice("error", msg)]
 
 
-def reproduce(b, st) -> nodes.paragraph:
-    """Under an output: the command that makes it again, on the machine it came from."""
+def reproduce(b, st) -> nodes.container:
+    """Under an output: the command that makes it again, on the machine it came from.
+    (A container: inside a sphinx-design card a paragraph's own classes are replaced.)"""
     cmd = st.fix or b.identity(st.platform).regenerate_command([st.key.exp], [st.key.role])
-    para = nodes.paragraph("", "", classes=["book-reproduce", "book-no-search"])
+    box = nodes.container(classes=["book-reproduce", "book-no-search"])
+    para = nodes.paragraph()
     para += nodes.Text("重现：")
     para += nodes.literal(cmd, cmd)
-    return para
+    box += para
+    return box

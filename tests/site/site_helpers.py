@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import html
 import re
+import subprocess
+import sys
+import textwrap
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -81,3 +84,17 @@ EXTERNAL = re.compile(r"^(?:[a-z][a-z0-9+.-]*:)?//", re.I)  # http://, https://,
 
 def is_external(url: str) -> bool:
     return bool(EXTERNAL.match(url.strip()))
+
+
+def build(src: Path, out: Path, extensions: list[str], conf: str = "", pages: dict[str, str] | None = None, *,
+          builder: str = "html"):
+    """Write a throwaway project (conf.py + pages) and build it strictly; return (returncode, log)."""
+    src.mkdir(parents=True, exist_ok=True)
+    head = f"import sys\nsys.path.insert(0, {str(ROOT)!r})\nextensions = {['myst_parser', *extensions]!r}\n"
+    (src / "conf.py").write_text(head + textwrap.dedent(conf), encoding="utf-8")
+    for name, text in (pages or {}).items():
+        (src / name).parent.mkdir(parents=True, exist_ok=True)
+        (src / name).write_text(textwrap.dedent(text), encoding="utf-8")
+    cmd = [sys.executable, "-m", "sphinx", "-W", "-n", "--keep-going", "-b", builder, str(src), str(out)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    return proc.returncode, proc.stdout + proc.stderr

@@ -12,23 +12,10 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from site_helpers import ROOT, ParsedPage
+from site_helpers import ParsedPage, build
 
 pytest.importorskip("sphinx")
 pytest.importorskip("myst_parser")
-
-
-def build(src: Path, out: Path, extensions: list[str], conf: str = "", pages: dict[str, str] | None = None):
-    """Write a project (conf.py + pages) and build it strictly; return (returncode, log)."""
-    src.mkdir(parents=True, exist_ok=True)
-    head = f"import sys\nsys.path.insert(0, {str(ROOT)!r})\nextensions = {['myst_parser', *extensions]!r}\n"
-    (src / "conf.py").write_text(head + textwrap.dedent(conf), encoding="utf-8")
-    for name, text in (pages or {}).items():
-        (src / name).parent.mkdir(parents=True, exist_ok=True)
-        (src / name).write_text(textwrap.dedent(text), encoding="utf-8")
-    cmd = [sys.executable, "-m", "sphinx", "-W", "-n", "--keep-going", "-b", "html", str(src), str(out)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    return proc.returncode, proc.stdout + proc.stderr
 
 
 def inventory(path: Path) -> dict:
