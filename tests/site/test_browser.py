@@ -212,3 +212,19 @@ def test_chinese_search_finds_the_page(site, server, probe, scheme):
     assert found, "search returned nothing"
     assert found <= expected, f"results without the term: {found - expected}"
     assert p.problems == []
+
+
+def test_search_ranks_chapters_before_notes_appendix_and_api(site, server, probe):
+    """同步 is on the chapters, the developer notes and the generated API pages: the chapters come first."""
+    p = probe()
+    p.goto(f"{server}search.html?q={quote('同步')}")
+    p.page.wait_for_function(
+        "() => (document.querySelector('#search-results .search-summary') || {}).innerText", timeout=10_000
+    )
+    hrefs = p.page.eval_on_selector_all("#search-results ul.search li > a", "els => els.map((a) => a.href)")
+    pages = [unquote(urlsplit(h).path)[len(urlsplit(server).path):] for h in hrefs]
+    rank = [0 if pg in ("eager.html", "design.html") else 1 if pg == "index.html" else 2 if pg.startswith("dev/")
+            else 3 if pg.startswith("appendix/") else 4 for pg in pages]
+    assert pages and rank[0] == 0, f"results: {pages}"
+    assert rank == sorted(rank), f"chapters, front page, notes, appendix, API: got {pages}"
+    assert p.problems == []
