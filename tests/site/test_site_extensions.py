@@ -212,3 +212,17 @@ def test_sphinx_rust_pages_are_not_reread_when_nothing_changed(tmp_path):
     rc, log = build(tmp_path / "src", tmp_path / "out", exts, conf)
     assert rc == 0, log
     assert "加一（改过）" in (tmp_path / "out" / "api" / "crates" / "demo" / "functions" / "demo::inc.html").read_text()
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("显存不够：256 GiB 的张量", "显存不够：256\u00a0GiB 的张量"),
+        ("快 3 倍，用了 4 核和 12 ms", "快 3\u00a0倍，用了 4\u00a0核和 12\u00a0ms"),
+        ("3 steps, 2 samples", "3 steps, 2 samples"),  # not units
+    ],
+)
+def test_a_number_keeps_its_unit(text, kept):
+    from capture.sphinxext.site.zh_text import keep_units
+
+    assert keep_units(text) == kept
