@@ -228,3 +228,23 @@ def test_search_ranks_chapters_before_notes_appendix_and_api(site, server, probe
     assert pages and rank[0] == 0, f"results: {pages}"
     assert rank == sorted(rank), f"chapters, front page, notes, appendix, API: got {pages}"
     assert p.problems == []
+
+
+def test_a_chart_opens_full_size(site, server, probe):
+    """「全屏查看」 shows the chart at its own width in a dialog (styled like the page's copy), and closes."""
+    page = next((p for p, n_built, _ in chart_pages(site) if n_built), None)
+    if page is None:
+        pytest.skip("no chart drawn at build time")
+    p = probe(width=390)
+    p.goto(page_url(server, site, page))
+    p.page.locator(".book-chart-open").first.click()
+    shown = p.page.evaluate(
+        "() => { const d = document.querySelector('dialog.book-chart-dialog'); const s = d && d.querySelector('svg');"
+        "  return d && {open: d.open, width: s.getBoundingClientRect().width, natural: s.viewBox.baseVal.width,"
+        "  styled: getComputedStyle(s.querySelector('.node rect, .node polygon, .node circle')).fill}; }"
+    )
+    assert shown and shown["open"] and abs(shown["width"] - shown["natural"]) < 2, shown
+    assert shown["styled"] not in ("", "rgb(0, 0, 0)"), f"the copy lost its drawing's styles: {shown}"
+    p.page.locator("dialog.book-chart-dialog .book-chart-close").click()
+    assert p.page.evaluate("() => document.querySelector('dialog.book-chart-dialog') === null")
+    assert p.problems == []
