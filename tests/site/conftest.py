@@ -10,7 +10,6 @@ a missing browser is a failure so that they always run there.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -133,14 +132,10 @@ def fallback_site(tmp_path_factory):
 
 
 def find_chromium() -> str | None:
-    env = os.environ.get("BOOK_CHROMIUM")
-    if env:
-        return env
-    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
-        if path := shutil.which(name):
-            return path
-    mac = Path("/Applications/Google Chrome.app/Contents/MacOS/Google Chrome")
-    return str(mac) if mac.exists() else None
+    """The browser the build draws charts with (BOOK_CHROMIUM, chromium, Chrome): one rule for both."""
+    from capture.sphinxext.site.render import find_browser
+
+    return find_browser()
 
 
 @pytest.fixture(scope="session")

@@ -247,7 +247,7 @@ def main(argv: list[str]) -> int:
     import argparse
     import threading
     from functools import partial
-    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+    from http.server import ThreadingHTTPServer
 
     from playwright.sync_api import sync_playwright
 

@@ -6,9 +6,6 @@ rust_api (incremental builds with sphinx-rust).
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest

@@ -12,7 +12,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from site_helpers import ROOT, ParsedPage, build, html_pages
+from site_helpers import ROOT, build, html_pages
 
 pytest.importorskip("sphinx")
 

@@ -21,7 +21,7 @@ from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
 from capture import status
-from capture.fmt import fmt_value, with_unit
+from capture.fmt import fmt_value
 from capture.keys import FragmentKey
 from capture.query import Value
 from capture.sphinxext.common import book, depend, fragment_href, warn
