@@ -230,8 +230,8 @@ def test_ran_where_page_agrees_with_status(site):
     table = table[: table.index("</table>")]
     rows = re.findall(r"<tr[^>]*>(.*?)</tr>", table, re.S)
     header, body = rows[0], rows[1:]
-    assert [re.sub(r"<[^>]+>", "", h).strip() for h in re.findall(r"<th[^>]*>(.*?)</th>", header, re.S)][1:] == \
-        [b.label(p) for p in plats]
+    assert [unescape(re.sub(r"<[^>]+>", "", h)).strip().replace("\u00a0", " ")
+            for h in re.findall(r"<th[^>]*>(.*?)</th>", header, re.S)][1:] == [b.label(p) for p in plats]
     keys = [str(FragmentKey(e.id, r)) for e in b.manifest.experiments for r in e.roles]
     assert len(body) == len(keys)
     for key, row in zip(keys, body):
