@@ -248,3 +248,19 @@ def test_a_chart_opens_full_size(site, server, probe):
     p.page.locator("dialog.book-chart-dialog .book-chart-close").click()
     assert p.page.evaluate("() => document.querySelector('dialog.book-chart-dialog') === null")
     assert p.problems == []
+
+
+def test_icons_come_from_the_webfont(server, probe):
+    """Without fontawesome.js the theme's icons are drawn by the Font Awesome webfont its CSS declares."""
+    p = probe()
+    p.goto(server + "index.html")
+    p.page.wait_for_function("() => document.fonts.status === 'loaded'", timeout=10_000)
+    icons = p.page.evaluate(
+        "() => Array.from(document.querySelectorAll('i.fa-solid')).filter((i) => i.getClientRects().length)"
+        "  .map((i) => [getComputedStyle(i, '::before').content, getComputedStyle(i).fontFamily, i.getBoundingClientRect().width])"
+    )
+    assert icons, "no visible icon on the page"
+    for content, family, width in icons:
+        assert content not in ("none", "normal", '""') and "Font Awesome" in family and width > 0, icons
+    assert p.page.evaluate("() => document.fonts.check('900 16px \"Font Awesome 6 Free\"')")
+    assert p.problems == []
