@@ -167,6 +167,7 @@ class DataChartDirective(SphinxDirective):
         node["code"] = code
         node["options"] = {}
         node["inline"] = False
+        self.set_source_info(node)  # a chart mermaid cannot draw is reported at this directive
         fig = nodes.container(classes=["book-datachart"])
         fig["classes"].append(f"book-plat-{plat}")
         fig += node

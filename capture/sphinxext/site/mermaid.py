@@ -94,7 +94,7 @@ def job_id(key: str) -> str:
 
 def draw_missing(app: Sphinx, env: BuildEnvironment) -> list[str]:
     """env-updated: draw (in one browser run) every chart of the book the cache lacks."""
-    app.book_drawn = {}
+    app.book_drawn, app.book_drawings = {}, {}
     if app.builder.format not in HTML_FORMATS:
         return []
     if drawer(app) != "svg":
@@ -131,14 +131,19 @@ def draw_missing(app: Sphinx, env: BuildEnvironment) -> list[str]:
         if isinstance(result, str):
             logger.warning(f"mermaid cannot draw this chart ({job['theme']}): {result}", location=where[key],
                            type="book", subtype="mermaid")
-        else:
+            continue
+        app.book_drawings[key] = result  # this build uses it even if the cache cannot keep it
+        try:
             render.store(key, result)
+        except OSError as e:
+            logger.warning(f"chart drawing not cached (it is drawn again next build): {e}", location=where[key],
+                           type="book", subtype="mermaid")
     return []
 
 
 def drawing(app: Sphinx, code: str, theme: str) -> tuple[str, render.Drawing] | None:
     key = getattr(app, "book_drawn", {}).get((code, theme))
-    found = render.cached(key) if key else None
+    found = (getattr(app, "book_drawings", {}).get(key) or render.cached(key)) if key else None
     return (key, found) if found else None
 
 
