@@ -358,3 +358,21 @@ def test_every_warning_is_typed_and_located(path):
         elif name == "warn" and isinstance(call.func, ast.Name):
             assert len(call.args) + len(call.keywords) == 3, f"{where}: warn(message, location, subtype)"
     assert "reporter.warning" not in path.read_text(encoding="utf-8"), path
+
+
+# -- search: jieba's dictionary, loaded faster, the same -------------------------------------------------
+
+
+def test_jieba_preload_gives_the_tokenizer_jiebas_own_dictionary(tmp_path):
+    jieba = pytest.importorskip("jieba")
+    from capture.sphinxext.site.zhsearch import preload
+
+    own = jieba.Tokenizer()
+    own.initialize()
+    for attempt in ("built", "loaded"):  # the first call builds and keeps the pickle, the second reads it
+        tok = jieba.Tokenizer()
+        preload(tok, tmp_path)
+        assert tok.initialized and tok.total == own.total and tok.FREQ == own.FREQ, attempt
+        assert list(tmp_path.glob("prefix-*.pickle"))
+    text = "调用一个张量运算之后，结果什么时候真正算出来？延迟执行和同步"
+    assert list(tok.cut_for_search(text)) == list(own.cut_for_search(text))

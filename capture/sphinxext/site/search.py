@@ -7,6 +7,7 @@
 - Ranked: chapters first, then the front page, the developer notes, the appendix, and the
   generated API pages last (html_search_scorer: static/book-scorer.js).
 - The summaries under each result skip charts and tables of contents (static/book-site.js).
+- jieba's dictionary loads three times faster, with the same words (zhsearch.py).
 """
 
 from __future__ import annotations
@@ -64,6 +65,10 @@ def on_config_inited(app: Sphinx, config: Config) -> None:
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
+    from sphinx import search as sphinx_search
+
+    # By name: imported (with jieba) only when a page is written to the index (zhsearch.py)
+    sphinx_search.languages["zh"] = "capture.sphinxext.site.zhsearch.BookChinese"
     app.connect("config-inited", on_config_inited)
     app.connect("builder-inited", on_builder_inited)
     app.connect("doctree-read", on_doctree_read)
