@@ -5,6 +5,7 @@
     nox -s tests                                                     machinery tests + re-run and compare + strict build
     nox -s status [-- --json]                                        fresh / stale / missing / failed, per platform
     nox -s lint                                                      ruff; rustfmt, clippy, cargo test (tests runs it)
+    nox -s compare -- --only ID ...                                  run experiments here, print their figures beside the book's
     nox -s serve                                                     live preview while writing
 
 The sessions run on a Python that every locked wheel exists for (pyproject.toml's classifiers), found
@@ -84,6 +85,13 @@ def lint(session):
     install(session, [], ["lint"])
     session.run("ruff", "check", ".")
     session.run("python", "-m", "capture.lint")
+
+
+@nox.session(python=PYTHON.python, default=False)
+def compare(session):
+    """Run chosen experiments on this machine (a scratch store, never docs/_fragments); print their figures beside each captured platform's."""
+    install(session, ["run"])
+    session.run("python", "-m", "capture.compare", *session.posargs)
 
 
 @nox.session(python=PYTHON.python, default=False)

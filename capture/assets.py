@@ -37,16 +37,16 @@ class AssetError(RuntimeError):
     """The pinned mermaid could not be installed or found."""
 
 
-def locked_version(npm_dir: Path = NPM_DIR) -> str:
-    """The mermaid version that package-lock.json pins."""
+def locked_version(npm_dir: Path = NPM_DIR, package: str = "mermaid") -> str:
+    """The version of `package` that package-lock.json pins."""
     lock = json.loads((npm_dir / "package-lock.json").read_text(encoding="utf-8"))
-    return lock["packages"]["node_modules/mermaid"]["version"]
+    return lock["packages"][f"node_modules/{package}"]["version"]
 
 
-def installed_version(npm_dir: Path = NPM_DIR) -> str | None:
-    """The mermaid version in node_modules, or None when absent or incomplete."""
-    manifest = npm_dir / "node_modules" / "mermaid" / "package.json"
-    if not (npm_dir / DIST).is_file() or not manifest.is_file():
+def installed_version(npm_dir: Path = NPM_DIR, package: str = "mermaid", dist: Path = DIST) -> str | None:
+    """The version of `package` in node_modules, or None when absent or incomplete."""
+    manifest = npm_dir / "node_modules" / package / "package.json"
+    if not (npm_dir / dist).is_file() or not manifest.is_file():
         return None
     return json.loads(manifest.read_text(encoding="utf-8")).get("version")
 
@@ -62,27 +62,32 @@ def _install_lock(npm_dir: Path):
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def ensure_mermaid(npm_dir: Path = NPM_DIR, *, log=print) -> Path:
-    """Return the path of the pinned dist/mermaid.min.js, running `npm ci` only if needed."""
+def ensure_npm(npm_dir: Path, package: str, dist: Path, *, log=print) -> Path:
+    """Return npm_dir/dist of the pinned `package`, running `npm ci` in npm_dir only if needed."""
     npm_dir = Path(npm_dir)
-    want = locked_version(npm_dir)
-    if installed_version(npm_dir) == want:
-        return npm_dir / DIST
+    want = locked_version(npm_dir, package)
+    if installed_version(npm_dir, package, dist) == want:
+        return npm_dir / dist
     with _install_lock(npm_dir):
-        if installed_version(npm_dir) == want:  # another process installed it meanwhile
-            return npm_dir / DIST
+        if installed_version(npm_dir, package, dist) == want:  # another process installed it meanwhile
+            return npm_dir / dist
         npm = shutil.which("npm")
         if npm is None:
-            raise AssetError(f"mermaid {want} is not installed in {npm_dir} and npm is missing: {INSTALL_HINT}")
-        log(f"installing mermaid {want} into {npm_dir}/node_modules (npm ci, once)")
+            raise AssetError(f"{package} {want} is not installed in {npm_dir} and npm is missing: {INSTALL_HINT}")
+        log(f"installing {package} {want} into {npm_dir}/node_modules (npm ci, once)")
         cmd = [npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund", "--loglevel=error"]
         proc = subprocess.run(cmd, cwd=npm_dir, capture_output=True, text=True)
         if proc.returncode != 0:
             raise AssetError(f"`npm ci` in {npm_dir} failed ({proc.returncode}):\n{proc.stderr.strip()}")
-    got = installed_version(npm_dir)
+    got = installed_version(npm_dir, package, dist)
     if got != want:
-        raise AssetError(f"after `npm ci` in {npm_dir}: mermaid {got}, package-lock.json pins {want}")
-    return npm_dir / DIST
+        raise AssetError(f"after `npm ci` in {npm_dir}: {package} {got}, package-lock.json pins {want}")
+    return npm_dir / dist
+
+
+def ensure_mermaid(npm_dir: Path = NPM_DIR, *, log=print) -> Path:
+    """Return the path of the pinned dist/mermaid.min.js, running `npm ci` only if needed."""
+    return ensure_npm(npm_dir, "mermaid", DIST, log=log)
 
 
 def copy_if_changed(src: Path, dest: Path) -> bool:

@@ -39,27 +39,39 @@ def file_digest(path: Path) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+_IMPORTS: dict[Path, tuple[tuple[int, int, int], list[str]]] = {}  # file -> (stat stamp, imported names)
+
+
+def _imported_names(f: Path) -> list[str]:
+    """Absolute imports of one Python file (parsed once per change of the file in this process)."""
+    now = sourcehash.stamp(f)
+    hit = _IMPORTS.get(f)
+    if hit and hit[0] == now:
+        return hit[1]
+    names: list[str] = []
+    try:
+        tree = ast.parse(f.read_text(encoding="utf-8"), filename=str(f))
+    except (SyntaxError, UnicodeDecodeError):
+        tree = None  # the run will report it; the file itself is still hashed
+    for node in ast.walk(tree) if tree else ():
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append(node.module)
+    _IMPORTS[f] = (now, names)
+    return names
+
+
 def _local_imports(script: Path, snippets: Path) -> set[Path]:
     """Modules under snippets/ that a script imports, recursively."""
     found: set[Path] = set()
     todo = [script]
     while todo:
-        f = todo.pop()
-        try:
-            tree = ast.parse(f.read_text(encoding="utf-8"), filename=str(f))
-        except (SyntaxError, UnicodeDecodeError):
-            continue  # the run will report it; the file itself is still hashed
-        for node in ast.walk(tree):
-            names = []
-            if isinstance(node, ast.Import):
-                names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                names = [node.module]
-            for name in names:
-                cand = snippets / (name.replace(".", "/") + ".py")
-                if cand.is_file() and cand not in found:
-                    found.add(cand)
-                    todo.append(cand)
+        for name in _imported_names(todo.pop()):
+            cand = snippets / (name.replace(".", "/") + ".py")
+            if cand.is_file() and cand not in found:
+                found.add(cand)
+                todo.append(cand)
     return found
 
 
@@ -126,15 +138,21 @@ def _path_deps(crate_dir: Path, crates: Path) -> set[Path]:
     return out
 
 
+_PINS: dict[Path, tuple[tuple[int, int, int], str]] = {}  # uv.lock -> (stat stamp, torch version)
+
+
 def torch_pin(layout: Layout) -> str:
-    """The torch version uv.lock pins ("unpinned" without a lock)."""
+    """The torch version uv.lock pins ("unpinned" without a lock); the lock is parsed once per change."""
     lock = layout.root / "uv.lock"
     if not lock.is_file():
         return "unpinned"
-    for pkg in tomllib.loads(lock.read_text(encoding="utf-8")).get("package", []):
-        if pkg.get("name") == "torch":
-            return pkg.get("version", "unpinned")
-    return "unpinned"
+    now = sourcehash.stamp(lock)
+    if (hit := _PINS.get(lock)) and hit[0] == now:
+        return hit[1]
+    pin = next((pkg.get("version", "unpinned") for pkg in tomllib.loads(lock.read_text(encoding="utf-8")).get("package", [])
+                if pkg.get("name") == "torch"), "unpinned")
+    _PINS[lock] = (now, pin)
+    return pin
 
 
 def toolchain_files(layout: Layout) -> list[Path]:

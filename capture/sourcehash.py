@@ -22,9 +22,25 @@ from pathlib import Path
 MODES = ("code", "lines", "exact")
 
 
+_DIGESTS: dict[tuple[Path, str], tuple[tuple[int, int, int], str]] = {}  # (path, mode) -> (stat stamp, digest)
+
+
+def stamp(path: Path) -> tuple[int, int, int]:
+    """What tells a file changed without reading it: a cache key for one process (e.g. one docs build)."""
+    st = path.stat()
+    return st.st_size, st.st_mtime_ns, st.st_ino
+
+
 def digest(path: Path, mode: str = "code") -> str:
+    # A docs build asks for the same files (Cargo.lock, shared helpers) dozens of times: parse each once.
+    key, now = (path, mode), stamp(path)
+    hit = _DIGESTS.get(key)
+    if hit and hit[0] == now:
+        return hit[1]
     data = path.read_bytes().replace(b"\r\n", b"\n")
-    return hashlib.sha256(normalised(path.name, data, mode).encode("utf-8", "surrogateescape")).hexdigest()
+    value = hashlib.sha256(normalised(path.name, data, mode).encode("utf-8", "surrogateescape")).hexdigest()
+    _DIGESTS[key] = (now, value)
+    return value
 
 
 def normalised(name: str, data: bytes, mode: str = "code") -> str:

@@ -6,11 +6,11 @@ directive family; this file only registers them.
 
 from pathlib import Path
 
-from . import snippet, volumes
+from . import snippet
 from .charts import DataChartDirective
 from .claims import ClaimDirective
 from .coderule import check_code_blocks
-from .freshness import merge, outdated, purge
+from .freshness import STORE
 from .meta import MetaRole
 from .numbers import NumRole
 from .output import OutputDirective
@@ -51,8 +51,5 @@ def setup(app):
     app.add_css_file("capture.css")
     app.connect("doctree-resolved", check_code_blocks)
     app.connect("build-finished", copy_provenance)
-    app.connect("env-get-outdated", outdated)
-    app.connect("env-purge-doc", purge)
-    app.connect("env-merge-info", merge)
-    volumes.setup(app)  # {vol} role: references into the burn / candle volumes
+    STORE.connect(app)  # pages showing fragments are re-read when the store changes
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "0.1"}

@@ -10,10 +10,18 @@
 The chart is drawn once per captured platform that holds every fragment it reads (tabs, the
 book's platform order); `:platform: KEY` draws one. Template functions: value(expr, style=""),
 holds(expr) -> bool, platform (the machine's name). Each drawing is a sphinxcontrib-mermaid
-node, rendered offline like any other mermaid chart.
+node, drawn like any other mermaid chart (capture/sphinxext/site/mermaid.py).
+
+Mermaid's hexagon shape, `id{{"text"}}`, is also Jinja's expression syntax: a template would
+silently print the text and drop the shape. So every `{{ … }}` must call value() or name
+platform; anything else is a located error that says how to write the hexagon:
+`id{% raw %}{{"text"}}{% endraw %}`.
 """
 
 from __future__ import annotations
+
+import re
+from pathlib import Path
 
 import jinja2
 from docutils import nodes
@@ -56,10 +64,36 @@ class _Fill:
         return val
 
 
+OPTION_LINE = re.compile(r"\s*:[\w-]+:")
+HEXAGON_HELP = ("`{{ … }}` here is not value(...) or platform: if it is mermaid's hexagon shape, write it as "
+                "id{% raw %}{{\"text\"}}{% endraw %} (in a datachart, {{ }} is the template's own syntax)")
+
+
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
+
+
+def collisions(template: str) -> list[tuple[int, str]]:
+    """(line in the template, source of it) of each `{{ … }}` that reads no record: a mermaid hexagon, most likely."""
+    from jinja2 import nodes as j
+
+    def reads_data(expr) -> bool:
+        found = [expr, *expr.find_all((j.Call, j.Name))]
+        return any(isinstance(n, j.Call) and isinstance(n.node, j.Name) and n.node.name == "value" for n in found) or \
+            any(isinstance(n, j.Name) and n.name == "platform" for n in found)
+
+    lines = template.splitlines()
+    out = []
+    for output in _environment().parse(template).find_all(j.Output):
+        for expr in output.nodes:
+            if not isinstance(expr, j.TemplateData) and not reads_data(expr):
+                out.append((expr.lineno, lines[expr.lineno - 1].strip() if expr.lineno <= len(lines) else ""))
+    return out
+
+
 def fill(b, template: str, platform: str):
     f = _Fill(b, platform)
-    env = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
-    code = env.from_string(template).render(value=f.value, holds=f.holds, platform=b.label(platform))
+    code = _environment().from_string(template).render(value=f.value, holds=f.holds, platform=b.label(platform))
     return code, f.answers
 
 
@@ -71,6 +105,15 @@ class DataChartDirective(SphinxDirective):
         b = book(self.env)
         where = self.get_location()
         template = "\n".join(self.content)
+        try:
+            clashes = collisions(template)
+        except jinja2.TemplateSyntaxError as e:
+            warn(f"datachart: the template does not parse: {e.message} — fix the template", self._line(e.lineno or 1), "template")
+            return []
+        for lineno, text in clashes:
+            warn(f"datachart: {HEXAGON_HELP}; got {text!r}", self._line(lineno), "template")
+        if clashes:
+            return []
         try:
             keys = sorted({FragmentKey(r.exp, r.role) for r in parse_refs(template)[1]})
             for k in keys:
@@ -103,6 +146,20 @@ class DataChartDirective(SphinxDirective):
             return items[0][2]
         return [platform_tabs(items, classes=["book-chart-tabs"])]
 
+    def _line(self, lineno: int) -> str:
+        """The page location of the template's line `lineno` (1-based): after the fence and its option lines."""
+        source, fence = self.get_source_info()
+        try:
+            lines = Path(source).read_text(encoding="utf-8").splitlines()
+        except (OSError, TypeError):
+            return self.get_location()
+        i = fence  # 0-based index of the line after the fence
+        if i < len(lines) and lines[i].strip() == "---":  # options as a YAML block
+            i = next((j + 1 for j in range(i + 1, len(lines)) if lines[j].strip() == "---"), i)
+        while i < len(lines) and OPTION_LINE.match(lines[i]):
+            i += 1
+        return f"{source}:{i + lineno}"
+
     def _figure(self, b, plat, code, answers):
         from sphinxcontrib.mermaid import mermaid
 
@@ -110,6 +167,7 @@ class DataChartDirective(SphinxDirective):
         node["code"] = code
         node["options"] = {}
         node["inline"] = False
+        self.set_source_info(node)  # a chart mermaid cannot draw is reported at this directive
         fig = nodes.container(classes=["book-datachart"])
         fig["classes"].append(f"book-plat-{plat}")
         fig += node

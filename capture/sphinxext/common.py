@@ -13,6 +13,7 @@ from docutils import nodes
 from sphinx.util import logging
 
 from capture.book import NOTE, WARN, Answer, Book, FragmentState
+from capture.fmt import NBSP
 from capture.keys import FragmentKey
 
 logger = logging.getLogger("capture")
@@ -240,5 +241,5 @@ def load_words(before, after, cores) -> str:
     peak = max(before[0], after[0])
     busy = peak / cores if cores else None
     word = "" if busy is None else "机器几乎空闲" if busy < 0.25 else "机器上还有别的工作" if busy < 0.75 else "机器很忙"
-    detail = f"1 分钟平均负载 {before[0]:.1f}→{after[0]:.1f}" + (f"，{cores} 核" if cores else "")
+    detail = f"1{NBSP}分钟平均负载 {before[0]:.1f}→{after[0]:.1f}" + (f"，{cores}{NBSP}核" if cores else "")
     return f"测量时{word}（{detail}）" if word else f"测量时{detail}"

@@ -56,7 +56,7 @@ class OutputDirective(SphinxDirective):
             report_state(st, where, f"output {key}")
             content = [n for n in [state_notice(b, st)] if n is not None]
             if st.fragment is not None and st.state in ("fresh", "stale"):
-                content.append(self._block(b, st))
+                content += [self._block(b, st), reproduce(b, st)]
             items.append((plat, b.label(plat, key.role), content))
         if len(items) == 1:
             return items[0][2]
@@ -88,3 +88,15 @@ class OutputDirective(SphinxDirective):
     def _fail(self, msg, where):
         warn(msg, where, "output")
         return [notice("error", msg)]
+
+
+def reproduce(b, st) -> nodes.container:
+    """Under an output: the command that makes it again, on the machine it came from.
+    (A container: inside a sphinx-design card a paragraph's own classes are replaced.)"""
+    cmd = st.fix or b.identity(st.platform).regenerate_command([st.key.exp], [st.key.role])
+    box = nodes.container(classes=["book-reproduce", "book-no-search"])
+    para = nodes.paragraph()
+    para += nodes.Text("重现：")
+    para += nodes.literal(cmd, cmd)
+    box += para
+    return box

@@ -15,6 +15,7 @@ from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
 
+from capture.fmt import with_unit
 from capture.keys import FragmentKey, KeyError_
 from capture.manifest import ManifestError
 from capture.sphinxext.common import book, depend, fragment_href, warn
@@ -56,7 +57,7 @@ class PlatformTableDirective(SphinxDirective):
                     versions["rustc"] = v["rust_build"]["rustc"].split(" (")[0].removeprefix("rustc ")
                 devices.setdefault(fw, {})[k.role] = f.meta.get("device")
                 dates.append(f.meta.get("started", "")[:10])
-            cpu = f"{ident.cpu}，{ident.cores} 核，{ident.memory_gib} GiB 内存，{ident.os_pretty}"
+            cpu = f"{ident.cpu}，{with_unit(str(ident.cores), '核')}，{with_unit(str(ident.memory_gib), 'GiB')} 内存，{ident.os_pretty}"
             gpu = f"{ident.gpu}（驱动 {ident.gpu_driver}）" if ident.gpu and ident.gpu_driver else (ident.gpu or "无")
             dev = "；".join(f"{fw} {d.get('cpu', '—')} / {d.get('gpu', '—')}" for fw, d in devices.items())
             ver = "，".join(f"{k} {v}" for k, v in versions.items())

@@ -145,14 +145,15 @@ def test_every_directive_builds_strictly(site, tmp_path):
     # each {num} sits in its sentence, tagged with the platform it came from
     para = next(p for p in doc.find_all("p") if "返回约" in p.text())
     nums = para.find_all(cls="book-num")
-    assert [n.text() for n in nums] == ["4 µs", "2–6 ms", "1000 倍"]
+    nbsp = "\u00a0"  # a number and its unit are joined by a no-break space (capture/fmt.py)
+    assert [n.text() for n in nums] == [f"4{nbsp}µs", f"2–6{nbsp}ms", f"1000{nbsp}倍"]
     assert all("book-plat-linux-x86_64-cpu" in n.classes for n in nums)
     assert "✓ Linux x86_64 纯 CPU" in doc.find_all(cls="book-claim-marks")[0].text()
     table = doc.find_all("table", "book-records-table")[0]
-    assert cell(table, "返回", 0) == "4 µs" and cell(table, "比", 0) == "1000 倍"
+    assert cell(table, "返回", 0) == f"4{nbsp}µs" and cell(table, "比", 0) == f"1000{nbsp}倍"
     assert cell(table, "机器", 0).startswith("Linux x86_64 纯 CPU")
     assert cell(table, "返回", 1) == "本平台未测"  # the gpu row on a CPU-only book
-    assert "立即返回 4 µs" in html  # chart branch and label from records
+    assert f"立即返回 4{nbsp}µs" in html  # chart branch and label from records
     matrix = doc.find_all("table", "book-verdict-matrix")[0]
     assert cell(matrix, "Linux x86_64 纯 CPU（" + str(__import__("os").cpu_count()) + " 核）", 0).startswith("是") or \
         cell(matrix, [th.text().strip() for th in matrix.find_all("th")][1], 0).startswith("是")

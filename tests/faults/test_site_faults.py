@@ -17,7 +17,7 @@ from tests.faults.faultbook import PLAT, REPO, snapshot, write
 CONF = f'''
 import sys
 sys.path.insert(0, {str(REPO)!r})
-extensions = ["myst_parser", "sphinx_design", "sphinxcontrib.mermaid", "capture.sphinxext"]
+extensions = ["myst_parser", "sphinx_design", "sphinxcontrib.mermaid", "capture.sphinxext", "capture.sphinxext.site.volumes"]
 myst_enable_extensions = ["colon_fence"]
 book_root = {{root!r}}
 book_platforms = ["{PLAT}"]
@@ -117,7 +117,7 @@ def test_warning_types_can_be_suppressed(site):
     assert "[capture.corrupt]" in err  # other types still reported
 
 
-OWN = ("snippet", "provenance", "coderule", "anchors", "volumes", "zh_text", "rust_api", "mermaid_assets")
+OWN = ("snippet", "provenance", "coderule", "site/anchors", "site/volumes", "site/zh_text", "site/rust_api", "site/mermaid")
 
 
 @pytest.mark.parametrize("module", OWN)

@@ -10,7 +10,6 @@ a missing browser is a failure so that they always run there.
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import threading
@@ -73,26 +72,70 @@ class QuietHandler(SimpleHTTPRequestHandler):
         pass
 
 
+class serve:
+    """with serve(folder) as base_url: the folder over HTTP on 127.0.0.1 (a free port)."""
+
+    def __init__(self, folder: Path):
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), partial(QuietHandler, directory=str(folder)))
+
+    def __enter__(self) -> str:
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/"
+
+    def __exit__(self, *exc) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
 @pytest.fixture(scope="session")
 def server(site):
     """Base URL of the site served over HTTP on 127.0.0.1 (a free port)."""
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), partial(QuietHandler, directory=str(site)))
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{httpd.server_address[1]}/"
-    httpd.shutdown()
-    httpd.server_close()
+    with serve(site) as base:
+        yield base
+
+
+FALLBACK_CHART = """\
+```{mermaid}
+flowchart LR
+  a["调用 a.exp()"] --> b{"立即返回？"}
+  b -->|是| c["算完才返回"]
+```
+"""
+
+
+@pytest.fixture(scope="session")
+def fallback_site(tmp_path_factory):
+    """A small site built with book_charts = "browser" (as without Chromium): (folder, HTTP base URL).
+    far.html has its chart below a long page, so mermaid must not load until the reader scrolls there."""
+    import textwrap
+
+    src = tmp_path_factory.mktemp("fallback") / "src"
+    src.mkdir()
+    (src / "conf.py").write_text(textwrap.dedent(f"""\
+        import sys
+        sys.path.insert(0, {str(ROOT)!r})
+        extensions = ["myst_parser", "capture.sphinxext.site.mermaid", "capture.sphinxext.site.theme"]
+        html_theme = "sphinx_book_theme"
+        html_context = {{"default_mode": "auto"}}
+        book_mermaid_npm_dir = {str(DOCS / "_mermaid")!r}
+        book_charts = "browser"
+    """), encoding="utf-8")
+    (src / "index.md").write_text("# 图\n\n" + FALLBACK_CHART + "\n```{toctree}\nfar\n```\n", encoding="utf-8")
+    (src / "far.md").write_text("# 远处的图\n\n" + "一段很长的文字。\n\n" * 400 + FALLBACK_CHART, encoding="utf-8")
+    out = src.parent / "html"
+    cmd = [sys.executable, "-m", "sphinx", "-W", "-n", "-q", "-b", "html", str(src), str(out)]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    if proc.returncode != 0:
+        pytest.fail(f"fallback build failed ({proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
+    with serve(out) as base:
+        yield out, base
 
 
 def find_chromium() -> str | None:
-    env = os.environ.get("BOOK_CHROMIUM")
-    if env:
-        return env
-    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
-        if path := shutil.which(name):
-            return path
-    mac = Path("/Applications/Google Chrome.app/Contents/MacOS/Google Chrome")
-    return str(mac) if mac.exists() else None
+    """The browser the build draws charts with (BOOK_CHROMIUM, chromium, Chrome): one rule for both."""
+    from capture.sphinxext.site.render import find_browser
+
+    return find_browser()
 
 
 @pytest.fixture(scope="session")
@@ -116,8 +159,8 @@ class PageProbe:
 
     LOCAL_SCHEMES = {"file", "data", "blob", "about"}
 
-    def __init__(self, browser):
-        self.context = browser.new_context(viewport={"width": 1280, "height": 900})
+    def __init__(self, browser, width: int = 1280, mode: str = "light"):
+        self.context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=mode)
         self.page = self.context.new_page()
         self.problems: list[str] = []
         self.page.on("console", self._console)
@@ -158,8 +201,8 @@ class PageProbe:
 def probe(browser):
     probes: list[PageProbe] = []
 
-    def make() -> PageProbe:
-        probes.append(PageProbe(browser))
+    def make(width: int = 1280, mode: str = "light") -> PageProbe:
+        probes.append(PageProbe(browser, width, mode))
         return probes[-1]
 
     yield make

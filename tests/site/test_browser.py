@@ -6,7 +6,9 @@ import re
 from urllib.parse import quote, unquote, urlsplit
 
 import pytest
-from site_helpers import html_pages, mermaid_sources
+from conftest import find_chromium
+from reader import SHOW_ALL_JS
+from site_helpers import built_charts, chart_sources, html_pages, mermaid_sources, svg_text
 
 pytestmark = pytest.mark.browser
 
@@ -38,10 +40,11 @@ def squash(text: str) -> str:
 
 
 def render_charts(probe, url: str, sources: list[str]) -> list[str]:
-    """Open a page, let its charts draw, return what is missing from them."""
+    """Open a page whose charts the browser draws (the fallback), let them draw, return what is missing."""
     probe.goto(url)
     page = probe.page
     page.evaluate("document.querySelectorAll('details').forEach((d) => { d.open = true; })")
+    page.evaluate("window.scrollTo(0, document.body.scrollHeight)")  # charts are drawn when they come near
     try:
         page.wait_for_function(
             "n => document.querySelectorAll('pre.mermaid[data-processed=\"true\"] svg').length >= n",
@@ -69,40 +72,86 @@ def render_charts(probe, url: str, sources: list[str]) -> list[str]:
 
 
 def chart_pages(site):
-    return [(p, s) for p in html_pages(site) if (s := mermaid_sources(p))]
-
-
-def test_every_page_loads_without_errors(site, server, probe):
-    p = probe()  # one tab for all pages: a fresh context per page costs ~1 s here
-    problems = []
-    for page in html_pages(site):
-        p.problems.clear()
-        p.goto(page_url(server, site, page))
-        problems += [f"{page.relative_to(site)}: {msg}" for msg in p.problems]
-    assert not problems, "\n".join(problems)
+    """Pages with charts: (page, number of charts drawn at build time, sources left to the browser)."""
+    return [(p, len(built), s) for p in html_pages(site) if (built := built_charts(p)) or (s := mermaid_sources(p))]
 
 
 def test_site_has_a_chart_to_check(site):
-    assert chart_pages(site), "no mermaid chart anywhere: the chart tests would prove nothing"
+    assert chart_pages(site), "no chart anywhere: the chart tests would prove nothing"
 
 
-def test_charts_render_over_http(site, server, probe):
-    missing = []
-    for page, sources in chart_pages(site):
-        p = probe()
-        missing += render_charts(p, page_url(server, site, page), sources) + p.problems
+def test_charts_are_drawn_at_build_time_with_every_label(site):
+    """With Chromium at build time every chart is in the page as SVG (light and dark), showing all its labels."""
+    if find_chromium() is None:
+        pytest.skip("no Chromium at build time: the charts are drawn in the browser (tested below)")
+    sources = chart_sources(site)
+    problems = []
+    for page in html_pages(site):
+        rel = page.relative_to(site).as_posix()
+        built, left = built_charts(page), mermaid_sources(page)
+        if left:
+            problems.append(f"{rel}: {len(left)} chart(s) left to the browser although Chromium was there")
+        if len(built) != len(sources.get(rel, [])):
+            problems.append(f"{rel}: {len(sources.get(rel, []))} charts in the source, {len(built)} drawn")
+        for i, (svgs, source) in enumerate(zip(built, sources.get(rel, [])), 1):
+            if len(svgs) != 2:
+                problems.append(f"{rel}: chart {i} has {len(svgs)} SVGs, not a light and a dark one")
+            for svg in svgs:
+                lost = [lab for lab in chart_labels(source) if squash(lab) not in squash(svg_text(svg))]
+                if lost:
+                    problems.append(f"{rel}: chart {i} lacks labels {lost}")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("scheme", ["http", "file"])
+@pytest.mark.parametrize("mode", ["light", "dark"])
+def test_charts_show_in_the_readers_mode(site, server, probe, scheme, mode):
+    """Each chart shows exactly one drawing, the one of the reader's mode, with no script needed (also from file://)."""
+    problems = []
+    for page, n_built, _ in chart_pages(site):
+        if not n_built:
+            continue
+        p = probe(mode=mode)
+        p.goto(page_url(server, site, page) if scheme == "http" else page.as_uri())
+        p.page.evaluate(SHOW_ALL_JS)
+        shown = p.page.evaluate(
+            "() => Array.from(document.querySelectorAll('.book-chart')).map((c) =>"
+            "  Array.from(c.querySelectorAll('svg')).filter((s) => s.getClientRects().length > 0)"
+            "    .map((s) => [s.getAttribute('class'), Math.round(s.getBoundingClientRect().width)]))"
+        )
+        for i, svgs in enumerate(shown, 1):
+            if len(svgs) != 1 or f"book-chart-{mode}" not in svgs[0][0] or svgs[0][1] < 50:
+                problems.append(f"{page.relative_to(site)}: chart {i} shows {svgs} in {mode} mode")
+        problems += p.problems
         p.close()
+    assert not problems, "\n".join(problems)
+
+
+def test_browser_fallback_draws_charts_over_http_and_from_file(fallback_site, probe):
+    """Built without Chromium, the charts are drawn in the browser: mermaid loads when a chart comes near,
+    over HTTP and from file:// (a plain script, not an ES module)."""
+    site, base = fallback_site
+    missing = []
+    for page, _, sources in chart_pages(site):
+        for url in (page_url(base, site, page), page.as_uri()):
+            p = probe()
+            missing += render_charts(p, url, sources) + p.problems
+            p.close()
+    assert chart_pages(site), "the fallback site has no chart"
     assert not missing, "\n".join(missing)
 
 
-def test_charts_render_from_file(site, probe):
-    """Opened from disk (file://) the charts still draw: mermaid's classic build is a plain script."""
-    missing = []
-    for page, sources in chart_pages(site):
-        p = probe()
-        missing += render_charts(p, page.as_uri(), sources) + p.problems
-        p.close()
-    assert not missing, "\n".join(missing)
+def test_browser_fallback_loads_mermaid_only_near_a_chart(fallback_site, probe):
+    site, base = fallback_site
+    p = probe()
+    loaded = []
+    p.page.on("request", lambda req: loaded.append(req.url) if "mermaid.min.js" in req.url else None)
+    p.goto(page_url(base, site, site / "far.html"))
+    p.page.wait_for_timeout(500)
+    assert loaded == [], "mermaid.min.js loaded although no chart is near the viewport"
+    p.page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+    p.page.wait_for_function("() => document.querySelector('pre.mermaid svg')", timeout=CHART_TIMEOUT_MS)
+    assert len(loaded) == 1 and p.problems == []
 
 
 def test_pages_open_from_file_without_errors(site, probe):
@@ -162,4 +211,56 @@ def test_chinese_search_finds_the_page(site, server, probe, scheme):
     found = {unquote(urlsplit(h).path)[len(unquote(urlsplit(base).path)) :] for h in hrefs}
     assert found, "search returned nothing"
     assert found <= expected, f"results without the term: {found - expected}"
+    assert p.problems == []
+
+
+def test_search_ranks_chapters_before_notes_appendix_and_api(site, server, probe):
+    """同步 is on the chapters, the developer notes and the generated API pages: the chapters come first."""
+    p = probe()
+    p.goto(f"{server}search.html?q={quote('同步')}")
+    p.page.wait_for_function(
+        "() => (document.querySelector('#search-results .search-summary') || {}).innerText", timeout=10_000
+    )
+    hrefs = p.page.eval_on_selector_all("#search-results ul.search li > a", "els => els.map((a) => a.href)")
+    pages = [unquote(urlsplit(h).path)[len(urlsplit(server).path):] for h in hrefs]
+    rank = [0 if pg in ("eager.html", "design.html") else 1 if pg == "index.html" else 2 if pg.startswith("dev/")
+            else 3 if pg.startswith("appendix/") else 4 for pg in pages]
+    assert pages and rank[0] == 0, f"results: {pages}"
+    assert rank == sorted(rank), f"chapters, front page, notes, appendix, API: got {pages}"
+    assert p.problems == []
+
+
+def test_a_chart_opens_full_size(site, server, probe):
+    """「全屏查看」 shows the chart at its own width in a dialog (styled like the page's copy), and closes."""
+    page = next((p for p, n_built, _ in chart_pages(site) if n_built), None)
+    if page is None:
+        pytest.skip("no chart drawn at build time")
+    p = probe(width=390)
+    p.goto(page_url(server, site, page))
+    p.page.locator(".book-chart-open").first.click()
+    shown = p.page.evaluate(
+        "() => { const d = document.querySelector('dialog.book-chart-dialog'); const s = d && d.querySelector('svg');"
+        "  return d && {open: d.open, width: s.getBoundingClientRect().width, natural: s.viewBox.baseVal.width,"
+        "  styled: getComputedStyle(s.querySelector('.node rect, .node polygon, .node circle')).fill}; }"
+    )
+    assert shown and shown["open"] and abs(shown["width"] - shown["natural"]) < 2, shown
+    assert shown["styled"] not in ("", "rgb(0, 0, 0)"), f"the copy lost its drawing's styles: {shown}"
+    p.page.locator("dialog.book-chart-dialog .book-chart-close").click()
+    assert p.page.evaluate("() => document.querySelector('dialog.book-chart-dialog') === null")
+    assert p.problems == []
+
+
+def test_icons_come_from_the_webfont(server, probe):
+    """Without fontawesome.js the theme's icons are drawn by the Font Awesome webfont its CSS declares."""
+    p = probe()
+    p.goto(server + "index.html")
+    p.page.wait_for_function("() => document.fonts.status === 'loaded'", timeout=10_000)
+    icons = p.page.evaluate(
+        "() => Array.from(document.querySelectorAll('i.fa-solid')).filter((i) => i.getClientRects().length)"
+        "  .map((i) => [getComputedStyle(i, '::before').content, getComputedStyle(i).fontFamily, i.getBoundingClientRect().width])"
+    )
+    assert icons, "no visible icon on the page"
+    for content, family, width in icons:
+        assert content not in ("none", "normal", '""') and "Font Awesome" in family and width > 0, icons
+    assert p.page.evaluate("() => document.fonts.check('900 16px \"Font Awesome 6 Free\"')")
     assert p.problems == []

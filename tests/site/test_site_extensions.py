@@ -6,29 +6,13 @@ rust_api (incremental builds with sphinx-rust).
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
-from site_helpers import ROOT, ParsedPage
+from site_helpers import ParsedPage, build
 
 pytest.importorskip("sphinx")
 pytest.importorskip("myst_parser")
-
-
-def build(src: Path, out: Path, extensions: list[str], conf: str = "", pages: dict[str, str] | None = None):
-    """Write a project (conf.py + pages) and build it strictly; return (returncode, log)."""
-    src.mkdir(parents=True, exist_ok=True)
-    head = f"import sys\nsys.path.insert(0, {str(ROOT)!r})\nextensions = {['myst_parser', *extensions]!r}\n"
-    (src / "conf.py").write_text(head + textwrap.dedent(conf), encoding="utf-8")
-    for name, text in (pages or {}).items():
-        (src / name).parent.mkdir(parents=True, exist_ok=True)
-        (src / name).write_text(textwrap.dedent(text), encoding="utf-8")
-    cmd = [sys.executable, "-m", "sphinx", "-W", "-n", "--keep-going", "-b", "html", str(src), str(out)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    return proc.returncode, proc.stdout + proc.stderr
 
 
 def inventory(path: Path) -> dict:
@@ -54,7 +38,7 @@ LABELLED = """\
 def test_labelled_page_with_complete_anchor_list_builds(tmp_path):
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "anchors.txt").write_text("# comment\nindex#p-top\nindex#p-old\nindex#p-new\n")
-    rc, log = build(tmp_path / "src", tmp_path / "out", ["capture.sphinxext.anchors"], ANCHORS_CONF, {"index.md": LABELLED})
+    rc, log = build(tmp_path / "src", tmp_path / "out", ["capture.sphinxext.site.anchors"], ANCHORS_CONF, {"index.md": LABELLED})
     assert rc == 0, log
     page = ParsedPage(tmp_path / "out" / "index.html")
     assert {"p-top", "p-old", "p-new"} <= page.ids  # the old label stays an id after the rename
@@ -78,7 +62,7 @@ def test_labelled_page_with_complete_anchor_list_builds(tmp_path):
 def test_label_rules_fail_the_strict_build(tmp_path, page, listed, message):
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "anchors.txt").write_text(listed)
-    rc, log = build(tmp_path / "src", tmp_path / "out", ["capture.sphinxext.anchors"], ANCHORS_CONF, {"index.md": page})
+    rc, log = build(tmp_path / "src", tmp_path / "out", ["capture.sphinxext.site.anchors"], ANCHORS_CONF, {"index.md": page})
     assert rc != 0
     assert message in log
 
@@ -87,7 +71,7 @@ def test_exempt_pages_need_no_labels(tmp_path):
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "anchors.txt").write_text("index#p-top\nindex#p-old\nindex#p-new\n")
     pages = {"index.md": LABELLED + "\n```{toctree}\ngen/api\n```\n", "gen/api.md": "# 生成的页面\n\n## 小节\n"}
-    rc, log = build(tmp_path / "src", tmp_path / "out", ["capture.sphinxext.anchors"], ANCHORS_CONF, pages)
+    rc, log = build(tmp_path / "src", tmp_path / "out", ["capture.sphinxext.site.anchors"], ANCHORS_CONF, pages)
     assert rc == 0, log
 
 
@@ -123,7 +107,7 @@ def vol_conf(inventory: str, url: str = "https://burn.example/book/") -> str:
 
 
 def test_vol_links_when_the_inventory_resolves(tmp_path, burn_inventory):
-    rc, log = build(tmp_path / "src", tmp_path / "out", ["capture.sphinxext.volumes"], vol_conf(str(burn_inventory)), VOL_PAGES)
+    rc, log = build(tmp_path / "src", tmp_path / "out", ["capture.sphinxext.site.volumes"], vol_conf(str(burn_inventory)), VOL_PAGES)
     assert rc == 0, log
     index = (tmp_path / "out" / "index.html").read_text(encoding="utf-8")
     href = 'href="https://burn.example/book/index.html#fusion-decorator"'
@@ -134,46 +118,46 @@ def test_vol_links_when_the_inventory_resolves(tmp_path, burn_inventory):
 
 def test_vol_relative_url_is_relative_to_the_site_root(tmp_path, burn_inventory):
     conf = vol_conf(str(burn_inventory), url="../burn/")
-    rc, log = build(tmp_path / "src", tmp_path / "out", ["capture.sphinxext.volumes"], conf, VOL_PAGES)
+    rc, log = build(tmp_path / "src", tmp_path / "out", ["capture.sphinxext.site.volumes"], conf, VOL_PAGES)
     assert rc == 0, log
     assert 'href="../burn/index.html#fusion-decorator"' in (tmp_path / "out" / "index.html").read_text()
     assert 'href="../../burn/index.html#fusion-decorator"' in (tmp_path / "out" / "sub" / "page.html").read_text()
 
 
 def test_vol_degrades_to_text_when_the_inventory_is_missing(tmp_path):
-    rc, log = build(tmp_path / "src", tmp_path / "out", ["capture.sphinxext.volumes"], vol_conf("missing/burn.inv"), VOL_PAGES)
+    rc, log = build(tmp_path / "src", tmp_path / "out", ["capture.sphinxext.site.volumes"], vol_conf("missing/burn.inv"), VOL_PAGES)
     assert rc == 0, log  # strict build, offline: not an error
     index = (tmp_path / "out" / "index.html").read_text(encoding="utf-8")
     assert "burn 卷「这一节」" in index
-    assert "（burn 卷的目录不可用，未链接）" in index
+    assert "未链接" not in index and "目录不可用" not in index  # no notice in the reader's text...
     assert "burn.example" not in index
-    assert "3 处引用写成了纯文本" in log
+    assert "3 处引用写成了纯文本" in log  # ...the build log says it
 
 
 def test_vol_label_missing_from_an_available_inventory_is_an_error(tmp_path, burn_inventory):
     pages = {"index.md": "# 首页\n\n见 {vol}`burn:no-such-section`。\n"}
-    rc, log = build(tmp_path / "src", tmp_path / "out", ["capture.sphinxext.volumes"], vol_conf(str(burn_inventory)), pages)
+    rc, log = build(tmp_path / "src", tmp_path / "out", ["capture.sphinxext.site.volumes"], vol_conf(str(burn_inventory)), pages)
     assert rc != 0
     assert "no-such-section" in log
 
 
 def test_vol_unknown_volume_is_an_error(tmp_path, burn_inventory):
     pages = {"index.md": "# 首页\n\n见 {vol}`torch:fusion-decorator`。\n"}
-    rc, log = build(tmp_path / "src", tmp_path / "out", ["capture.sphinxext.volumes"], vol_conf(str(burn_inventory)), pages)
+    rc, log = build(tmp_path / "src", tmp_path / "out", ["capture.sphinxext.site.volumes"], vol_conf(str(burn_inventory)), pages)
     assert rc != 0
     assert "volume one of burn" in log
 
 
 def test_vol_pages_are_rewritten_when_the_inventory_appears(tmp_path, burn_inventory):
     conf = vol_conf("burn.inv")  # relative to the configuration directory
-    rc, log = build(tmp_path / "src", tmp_path / "out", ["capture.sphinxext.volumes"], conf, VOL_PAGES)
+    rc, log = build(tmp_path / "src", tmp_path / "out", ["capture.sphinxext.site.volumes"], conf, VOL_PAGES)
     assert rc == 0, log
-    assert "未链接" in (tmp_path / "out" / "index.html").read_text()
+    assert "burn.example" not in (tmp_path / "out" / "index.html").read_text()
     (tmp_path / "src" / "burn.inv").write_bytes(burn_inventory.read_bytes())
-    rc, log = build(tmp_path / "src", tmp_path / "out", ["capture.sphinxext.volumes"], conf)  # no page changed
+    rc, log = build(tmp_path / "src", tmp_path / "out", ["capture.sphinxext.site.volumes"], conf)  # no page changed
     assert rc == 0, log
     index = (tmp_path / "out" / "index.html").read_text()
-    assert "未链接" not in index and "burn.example/book/index.html#fusion-decorator" in index
+    assert "burn.example/book/index.html#fusion-decorator" in index
 
 
 # -- zh_text --------------------------------------------------------------------------------
@@ -190,14 +174,14 @@ def test_vol_pages_are_rewritten_when_the_inventory_appears(tmp_path, burn_inven
     ],
 )
 def test_join_cjk_lines(text, joined):
-    from capture.sphinxext.zh_text import join_cjk_lines
+    from capture.sphinxext.site.zh_text import join_cjk_lines
 
     assert join_cjk_lines(text) == joined
 
 
 def test_zh_text_joins_paragraph_lines_but_not_code(tmp_path):
     page = "# 页\n\n第一行的结尾\n**第二行**的开头\n和第三行。\n\n```text\n代码\n不变\n```\n"
-    rc, log = build(tmp_path / "src", tmp_path / "out", ["capture.sphinxext.zh_text"], "", {"index.md": page})
+    rc, log = build(tmp_path / "src", tmp_path / "out", ["capture.sphinxext.site.zh_text"], "", {"index.md": page})
     assert rc == 0, log
     html = (tmp_path / "out" / "index.html").read_text(encoding="utf-8")
     assert "第一行的结尾<strong>第二行</strong>的开头和第三行。" in html
@@ -215,7 +199,7 @@ def test_sphinx_rust_pages_are_not_reread_when_nothing_changed(tmp_path):
     (crate / "src" / "lib.rs").write_text("//! 演示。\n\n/// 加一。\npub fn inc(x: u32) -> u32 {\n    x + 1\n}\n")
     conf = f'rust_crates = [{str(crate)!r}]\nrust_doc_formats = {{"demo": "markdown"}}\n'
     pages = {"index.md": "# API\n\n```{toctree}\napi/crates/demo/index\n```\n"}
-    exts = ["sphinx_rust", "capture.sphinxext.rust_api"]
+    exts = ["sphinx_rust", "capture.sphinxext.site.rust_api"]
     rc, log = build(tmp_path / "src", tmp_path / "out", exts, conf, pages)
     assert rc == 0, log
     rc, log = build(tmp_path / "src", tmp_path / "out", exts, conf)
@@ -225,3 +209,17 @@ def test_sphinx_rust_pages_are_not_reread_when_nothing_changed(tmp_path):
     rc, log = build(tmp_path / "src", tmp_path / "out", exts, conf)
     assert rc == 0, log
     assert "加一（改过）" in (tmp_path / "out" / "api" / "crates" / "demo" / "functions" / "demo::inc.html").read_text()
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("显存不够：256 GiB 的张量", "显存不够：256\u00a0GiB 的张量"),
+        ("快 3 倍，用了 4 核和 12 ms", "快 3\u00a0倍，用了 4\u00a0核和 12\u00a0ms"),
+        ("3 steps, 2 samples", "3 steps, 2 samples"),  # not units
+    ],
+)
+def test_a_number_keeps_its_unit(text, kept):
+    from capture.sphinxext.site.zh_text import keep_units
+
+    assert keep_units(text) == kept

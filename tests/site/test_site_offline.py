@@ -41,3 +41,18 @@ def test_mermaid_is_the_pinned_local_copy(site):
     assert local.is_file(), "the build did not copy mermaid.min.js into _static/mermaid/"
     assert json.loads((installed / "package.json").read_text())["version"] == lock["packages"]["node_modules/mermaid"]["version"]
     assert local.read_bytes() == (installed / "dist" / "mermaid.min.js").read_bytes()
+
+
+def test_pages_load_no_icon_script_and_search_only_where_searched(site):
+    """Light pages: no 1.5 MB fontawesome.js (the icons are the theme's webfont) and the search scripts and
+    index only on the search page (capture/sphinxext/site/templates/layout.html)."""
+    heavy = []
+    for page in html_pages(site):
+        scripts = [url for tag, attr, url in ParsedPage(page).urls if tag == "script"]
+        rel = page.relative_to(site).as_posix()
+        heavy += [f"{rel}: {u}" for u in scripts if "fontawesome" in u]
+        if rel != "search.html":
+            heavy += [f"{rel}: {u}" for u in scripts if re.search(r"searchtools|searchindex|language_data", u)]
+    assert not heavy, "\n".join(heavy)
+    search = [url for tag, _, url in ParsedPage(site / "search.html").urls if tag == "script"]
+    assert any("searchindex.js" in u for u in search) and any("searchtools" in u for u in search)

@@ -137,7 +137,7 @@ def test_refs_parse_tags():
     ],
 )
 def test_formatting_switches_units(value, style, expected):
-    assert fmt.fmt_value(value, style=style, digits=2 if style else 3) == expected
+    assert fmt.fmt_value(value, style=style, digits=2 if style else 3) == expected.replace(" ", fmt.NBSP)
 
 
 def test_cuda_build_env_points_candle_kernels_at_the_kit(monkeypatch, tmp_path):

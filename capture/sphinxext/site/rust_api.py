@@ -18,9 +18,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.environment import BuildEnvironment
 from sphinx.util import logging
+
+from capture.sphinxext.site.depends import Dependency
 
 logger = logging.getLogger(__name__)
 
@@ -69,19 +72,28 @@ def sources_digest(app: Sphinx) -> str:
     return digest.hexdigest()
 
 
-def on_env_get_outdated(app: Sphinx, env: BuildEnvironment, added, changed, removed) -> list[str]:
-    now = sources_digest(app)
-    before = getattr(env, "book_rust_digest", None)
-    env.book_rust_digest = now
-    if before is None or before == now:
-        return []
+def generated_pages(app: Sphinx, env: BuildEnvironment) -> list[str]:
     prefix = "/".join(GENERATED) + "/"
-    return sorted(d for d in env.found_docs if d.startswith(prefix) and d not in removed)
+    return [d for d in env.found_docs if d.startswith(prefix)]
+
+
+CRATES = Dependency("rust-crates", sources_digest, pages=generated_pages)
+
+
+def complete_definitions(app: Sphinx, doctree, docname: str) -> None:
+    """sphinx-rust writes an item without a doc comment as a <dl> with a <dt> and no <dd>, which is not
+    a valid definition list (axe: definition-list). An empty description makes it one."""
+    if not docname.startswith("/".join(GENERATED) + "/"):
+        return
+    for desc in doctree.findall(addnodes.desc):
+        if not any(isinstance(child, addnodes.desc_content) for child in desc.children):
+            desc += addnodes.desc_content()
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
     app.setup_extension("sphinx_rust")
     app.connect("builder-inited", before_sphinx_rust, priority=400)  # sphinx-rust's runs at 500
     app.connect("builder-inited", after_sphinx_rust, priority=600)
-    app.connect("env-get-outdated", on_env_get_outdated)
+    CRATES.connect(app)
+    app.connect("doctree-resolved", complete_definitions)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -12,12 +12,12 @@ then as a page (`std:doc`).
   reference gives its own.
 - Inventory available, label missing: a warning (an error under -W): the other volume
   renamed or dropped that section, or the reference has a typo.
-- Inventory absent or unreachable (e.g. offline): plain text followed by the note
-  「（burn 卷的目录不可用，未链接）」; one info line per volume, never a warning, so a strict
-  offline build passes.
+- Inventory absent or unreachable (e.g. offline): plain text, with no note in the reader's
+  text; one info line per volume in the build log, never a warning, so a strict offline
+  build passes.
 
 References are resolved when pages are written; when a volume's inventory changes,
-the pages that refer to it are rebuilt.
+the pages that refer to it are rebuilt (site/depends.py).
 """
 
 from __future__ import annotations
@@ -32,11 +32,12 @@ from typing import Any
 
 from docutils import nodes
 from sphinx.application import Sphinx
-from sphinx.environment import BuildEnvironment
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx.util import logging
 from sphinx.util.docutils import ReferenceRole
 from sphinx.util.inventory import InventoryFile
+
+from capture.sphinxext.site.depends import Dependency
 
 logger = logging.getLogger(__name__)
 
@@ -109,10 +110,7 @@ class VolumeRole(ReferenceRole):
         if self.has_explicit_title:
             node["title"] = self.title
         self.set_source_info(node)
-        docs = getattr(self.env, "book_vol_docs", None)
-        if docs is None:
-            docs = self.env.book_vol_docs = set()
-        docs.add(self.env.docname)
+        INVENTORIES.note(self.env)
         return [node], []
 
 
@@ -151,14 +149,10 @@ class ResolveVolumeReferences(SphinxPostTransform):
                 type="vol",
                 subtype="missing",
             )
-            note = f"（{vol.title}里找不到这一节，未链接）"
         else:
             vol.unlinked += 1
-            note = f"（{vol.title}的目录不可用，未链接）"
-        return [
-            nodes.inline(text, text, classes=["vol-ref", "vol-unlinked"]),
-            nodes.inline(note, note, classes=["vol-note"]),
-        ]
+        # The reader sees the reference as plain text; why it is not a link is the build log's business.
+        return [nodes.inline(text, text, classes=["vol-ref", "vol-unlinked"])]
 
 
 def on_builder_inited(app: Sphinx) -> None:
@@ -171,24 +165,12 @@ def on_builder_inited(app: Sphinx) -> None:
         app.book_volumes[key] = load_volume(key, spec, str(app.confdir))
 
 
-def on_env_get_outdated(app: Sphinx, env: BuildEnvironment, added, changed, removed) -> list[str]:
-    """Rewrite the pages that refer to a volume whose inventory changed or (dis)appeared."""
-    state = {key: (vol.url, vol.source, vol.digest) for key, vol in app.book_volumes.items()}
-    before = getattr(env, "book_volumes_state", None)
-    env.book_volumes_state = state
-    if before is None or before == state:
-        return []
-    return sorted(getattr(env, "book_vol_docs", set()) - set(removed))
+def inventories_state(app: Sphinx) -> dict:
+    """What the pages saw of each volume: rewritten when an inventory changes, appears or disappears."""
+    return {key: (vol.url, vol.source, vol.digest) for key, vol in getattr(app, "book_volumes", {}).items()}
 
 
-def on_env_purge_doc(app: Sphinx, env: BuildEnvironment, docname: str) -> None:
-    getattr(env, "book_vol_docs", set()).discard(docname)
-
-
-def on_env_merge_info(app: Sphinx, env: BuildEnvironment, docnames, other: BuildEnvironment) -> None:
-    if not hasattr(env, "book_vol_docs"):
-        env.book_vol_docs = set()
-    env.book_vol_docs |= getattr(other, "book_vol_docs", set()) & set(docnames)
+INVENTORIES = Dependency("volume-inventories", inventories_state)
 
 
 def on_build_finished(app: Sphinx, exception) -> None:
@@ -202,8 +184,6 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.add_role("vol", VolumeRole())
     app.add_post_transform(ResolveVolumeReferences)
     app.connect("builder-inited", on_builder_inited)
-    app.connect("env-get-outdated", on_env_get_outdated)
-    app.connect("env-purge-doc", on_env_purge_doc)
-    app.connect("env-merge-info", on_env_merge_info)
+    INVENTORIES.connect(app)
     app.connect("build-finished", on_build_finished)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

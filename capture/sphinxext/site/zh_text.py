@@ -10,6 +10,10 @@ would read 「合在一起、 出了错」. This transform removes a line break 
 around it) when the characters on both sides are CJK (ideographs, kana, full-width
 punctuation). A break next to Latin text stays a space: 「PyTorch 和」 is written that way
 anyway. Code, literals and math are left alone.
+
+The same pass keeps a number with its unit: in text written by hand (a page, an experiment's
+title) "256 GiB" or "3 倍" gets a no-break space, as capture/fmt.py writes the measured figures,
+so a line never ends between the two.
 """
 
 from __future__ import annotations
@@ -26,11 +30,17 @@ logger = logging.getLogger(__name__)
 
 CJK = "\u2e80-\u2fff\u3000-\u303f\u3040-\u30ff\u3100-\u312f\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\ufe30-\ufe4f\uff00-\uffef"
 SOFT_BREAK = re.compile(rf"(?<=[{CJK}])[ \t]*\n[ \t]*(?=[{CJK}])")
+NUMBER_UNIT = re.compile(r"(?<=\d) (?=(?:ns|µs|us|ms|s|B|KiB|MiB|GiB|TiB|KB|MB|GB|倍|核|%)(?![A-Za-z]))")
+NBSP = "\u00a0"
 VERBATIM = (nodes.FixedTextElement, nodes.literal, nodes.raw, nodes.math)
 
 
 def join_cjk_lines(text: str) -> str:
     return SOFT_BREAK.sub("", text)
+
+
+def keep_units(text: str) -> str:
+    return NUMBER_UNIT.sub(NBSP, text)
 
 
 def _neighbour(element: nodes.Element, i: int, step: int) -> str:
@@ -50,14 +60,17 @@ def _join(element: nodes.Element) -> None:
             continue
         if isinstance(child, nodes.Element):
             _join(child)
-        elif "\n" in child:
-            # MyST gives a soft line break its own Text node: the characters that decide
-            # are the neighbours' (which may be inline markup such as **粗体**).
-            before, after = _neighbour(element, i, -1), _neighbour(element, i, +1)
-            joined = join_cjk_lines(before + child + after)
-            joined = joined[len(before) : len(joined) - len(after)]
-            if joined != child:
-                element[i] = nodes.Text(joined)
+        else:
+            text = str(child)
+            if "\n" in text:
+                # MyST gives a soft line break its own Text node: the characters that decide
+                # are the neighbours' (which may be inline markup such as **粗体**).
+                before, after = _neighbour(element, i, -1), _neighbour(element, i, +1)
+                joined = join_cjk_lines(before + text + after)
+                text = joined[len(before) : len(joined) - len(after)]
+            text = keep_units(text)
+            if text != child:
+                element[i] = nodes.Text(text)
 
 
 class JoinCJKLines(SphinxTransform):

@@ -1,0 +1,28 @@
+"""The site around the pages: everything a reader meets that is not a captured figure.
+
+Each module is a Sphinx extension of its own (a throwaway test project can load one alone);
+`capture.sphinxext.site` loads them all:
+
+- anchors   every section labelled, docs/anchors.txt kept (other volumes link here)
+- volumes   {vol}`burn:label` references into the other volumes
+- zh_text   a line break between two Chinese characters is not a space
+- rust_api  sphinx-rust's API pages re-read only when the crate changes
+- mermaid   charts drawn to SVG at build time (headless Chromium), or in the browser without one
+- theme     the theme's templates and assets: no icon script, search scripts on the search page only
+- search    the index without charts, tables of contents and captions; chapters ranked first
+- ranwhere  the generated page "what ran where", from the fragment store
+
+"Re-read the pages that depend on X when X changes" is done once, in depends.py.
+"""
+
+from __future__ import annotations
+
+from sphinx.application import Sphinx
+
+MODULES = ("anchors", "volumes", "zh_text", "rust_api", "mermaid", "theme", "search", "ranwhere")
+
+
+def setup(app: Sphinx):
+    for name in MODULES:
+        app.setup_extension(f"{__name__}.{name}")
+    return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,123 @@
+// The site's behaviour on every page (capture/sphinxext/site/theme.py, docs/dev/site.md):
+// - a block wider than its column (code, a table, a chart) says so, in a line above it, and can be
+//   scrolled with the keyboard; a table keeps its first column in view (book-site.css);
+// - a chart opens full-size in a dialog (its own width, scrollable, pinch-zoomable);
+// - search summaries are taken from the text, not from charts or tables of contents.
+(function () {
+  "use strict";
+
+  const SCROLLERS = [
+    ".bd-article pre",
+    ".bd-article .pst-scrollable-table-container",
+    ".bd-article .book-chart-scroll",
+  ].join(", ");
+  const HINTS = {
+    table: "⇆ 表格比屏幕宽，可以左右滑动（第一列不动）",
+    chart: "⇆ 图比屏幕宽，可以左右滑动，或者点「全屏查看」",
+    drawing: "⇆ 图比屏幕宽，可以左右滑动",
+    code: "⇆ 这一块比屏幕宽，可以左右滑动",
+  };
+  let serial = 0;
+
+  function kind(el) {
+    if (el.classList.contains("book-chart-scroll")) return "chart";
+    if (el.classList.contains("mermaid")) return "drawing"; // drawn in the browser (no build-time SVG)
+    if (el.classList.contains("pst-scrollable-table-container")) return "table";
+    return "code";
+  }
+
+  function hintFor(el) {
+    const id = el.getAttribute("aria-describedby");
+    let hint = id && document.getElementById(id);
+    if (hint) return hint;
+    hint = document.createElement("p");
+    hint.className = "book-overflow-hint";
+    hint.id = "book-overflow-hint-" + ++serial;
+    hint.textContent = HINTS[kind(el)];
+    // Above the block, outside a code block's frame (where the copy button sits).
+    const anchor = el.parentElement && el.parentElement.classList.contains("highlight") ? el.parentElement : el;
+    anchor.parentElement.insertBefore(hint, anchor);
+    el.setAttribute("aria-describedby", hint.id);
+    return hint;
+  }
+
+  function check(el) {
+    if (el.clientWidth === 0) return; // hidden (closed details, inactive tab): checked when shown
+    const wide = el.scrollWidth > el.clientWidth + 1;
+    if (wide) {
+      hintFor(el).hidden = false;
+      el.setAttribute("tabindex", "0"); // scrollable with the keyboard
+    } else if (el.hasAttribute("aria-describedby")) {
+      hintFor(el).hidden = true;
+    }
+    el.setAttribute("data-book-overflow", wide ? "true" : "false");
+  }
+
+  function watchOverflow() {
+    const blocks = Array.from(document.querySelectorAll(SCROLLERS));
+    if ("ResizeObserver" in window) {
+      // Called once per block after the first layout (not before DOMContentLoaded: no forced layout),
+      // then whenever a block's size changes: a window resized, a tab or a <details> opened.
+      const ro = new ResizeObserver((entries) => entries.forEach((e) => check(e.target)));
+      blocks.forEach((el) => ro.observe(el));
+    } else {
+      window.addEventListener("load", () => blocks.forEach(check));
+      window.addEventListener("resize", () => blocks.forEach(check));
+    }
+  }
+
+  // -- charts, full-size -------------------------------------------------------------------------
+  function openChart(button) {
+    const chart = button.closest(".book-chart");
+    const svg = Array.from(chart.querySelectorAll("svg")).find((s) => s.getClientRects().length > 0);
+    if (!svg) return;
+    const dialog = document.createElement("dialog");
+    dialog.className = "book-chart-dialog";
+    dialog.setAttribute("aria-label", button.getAttribute("data-title") || "图");
+    const close = document.createElement("button");
+    close.type = "button";
+    close.className = "book-chart-close";
+    close.textContent = "关闭";
+    close.addEventListener("click", () => dialog.close());
+    const body = document.createElement("div");
+    body.className = "book-chart-dialog-body";
+    const copy = svg.cloneNode(true);
+    copy.removeAttribute("id"); // the drawing's styles are scoped by id: keep them working on the copy
+    copy.querySelectorAll("style").forEach((st) => {
+      st.textContent = st.textContent.split("#" + svg.id).join(".book-chart-dialog-body > svg");
+    });
+    copy.style.minWidth = "";
+    copy.style.maxWidth = "none";
+    copy.style.width = (svg.viewBox.baseVal && svg.viewBox.baseVal.width) + "px";
+    body.appendChild(copy);
+    dialog.append(close, body);
+    dialog.addEventListener("close", () => dialog.remove());
+    document.body.appendChild(dialog);
+    dialog.showModal();
+  }
+
+  // -- search summaries: the text, without charts or tables of contents ------------------------
+  function cleanSearchSummaries() {
+    if (typeof Search === "undefined" || !Search.htmlToText || Search._bookClean) return;
+    const original = Search.htmlToText;
+    const drop = "#jb-print-docs-body, .toctree-wrapper, .mermaid, .book-chart, .book-overflow-hint, .book-no-search";
+    Search.htmlToText = (htmlString, anchor) => {
+      const doc = new DOMParser().parseFromString(htmlString, "text/html");
+      doc.querySelectorAll(drop).forEach((el) => el.remove());
+      return original(doc.documentElement.outerHTML, anchor);
+    };
+    Search._bookClean = true;
+  }
+
+  function start() {
+    watchOverflow();
+    document.addEventListener("click", (ev) => {
+      const button = ev.target.closest && ev.target.closest(".book-chart-open");
+      if (button) openChart(button);
+    });
+    cleanSearchSummaries();
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+})();

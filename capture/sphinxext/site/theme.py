@@ -1,0 +1,83 @@
+"""The theme as the book wants it: light pages, an accessible sidebar, the site's own scripts and styles.
+
+sphinx-book-theme 1.3.0 on pydata-sphinx-theme 0.17.1, adjusted in one place:
+
+- templates/layout.html: no fontawesome.js (1.5 MB; the icons come from the webfont that the
+  theme's CSS declares), and the search scripts and the 80 KB index only on the search page;
+- templates/search-button-field.html: the search button is named by its visible text
+  (axe: label-content-name-mismatch);
+- the sidebar's collapsible sections: each <summary> is named after its section (axe: summary-name);
+- static/book-site.js + book-site.css: overflowing blocks say that they scroll (and tables keep
+  their first column in view), charts open full-size, search summaries skip charts and tables of
+  contents. Loaded on every page.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+from typing import Any
+
+from markupsafe import Markup
+from sphinx.application import Sphinx
+from sphinx.config import Config
+
+from capture.sphinxext.site.depends import Dependency
+
+HERE = Path(__file__).resolve().parent
+TEMPLATES = HERE / "templates"
+STATIC = HERE / "static"
+
+# pydata-sphinx-theme's collapsible toctree: <a ...>Title</a><details ...><summary><span class="toctree-toggle" ...
+_SUMMARY = re.compile(r'(<a class="[^"]*\breference internal\b[^"]*"[^>]*>((?:(?!<a\b).)*?)</a>\s*<details(?: [^>]*)?>\s*)<summary>', re.S)
+
+
+def name_summaries(toctree_html: str) -> str:
+    """Give each collapsible section of the sidebar a name: «展开或收起「标题」»."""
+    def named(m: re.Match) -> str:
+        title = html.unescape(re.sub(r"<[^>]+>", "", m.group(2))).strip()
+        return f'{m.group(1)}<summary aria-label="{html.escape(f"展开或收起「{title}」")}">'
+
+    return _SUMMARY.sub(named, toctree_html)
+
+
+def static_fingerprint(app: Sphinx) -> list:
+    """Sizes and times of the files copied into _static/ (the site's own and the book's)."""
+    seen = []
+    for folder in app.config.html_static_path:
+        root = Path(app.confdir, folder)
+        if root.is_dir():
+            seen += sorted((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in root.rglob("*") if p.is_file())
+    return seen
+
+
+# Sphinx copies static files only in a build that writes a page: when one of them changed and no page
+# did, the front page is written again, so that an edited style sheet or script reaches the site.
+ASSETS = Dependency("site-assets", static_fingerprint, pages=lambda app, env: [app.config.root_doc])
+
+
+def on_config_inited(app: Sphinx, config: Config) -> None:
+    if str(TEMPLATES) not in config.templates_path:
+        config.templates_path.insert(0, str(TEMPLATES))
+    if str(STATIC) not in config.html_static_path:
+        config.html_static_path.append(str(STATIC))
+
+
+def on_html_page_context(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    toctree = context.get("generate_toctree_html")
+    if toctree is not None and not getattr(toctree, "_book_named", False):
+        def generate_toctree_html(*args, **kwargs):
+            return Markup(name_summaries(str(toctree(*args, **kwargs))))
+
+        generate_toctree_html._book_named = True
+        context["generate_toctree_html"] = generate_toctree_html
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    app.connect("config-inited", on_config_inited)
+    app.connect("html-page-context", on_html_page_context, priority=900)  # after the theme fills the context
+    ASSETS.connect(app)
+    app.add_css_file("book-site.css")
+    app.add_js_file("book-site.js", defer="defer")
+    return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,314 @@
+"""What a reader gets from a built page, measured in a real browser (Playwright + system Chromium).
+
+Used by the browser tests (tests/site/test_reader.py) and, as a script, to print the figures of a
+build (before/after comparisons, the issue's budgets):
+
+    python tests/site/reader.py docs/_build/html [--pages eager.html design.html] [--json]
+
+Every measure is one small function over a Playwright page, so a test can call it and say what
+failed. The JavaScript is kept here, next to the Python that reads its answer.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+AXE_NPM_DIR = Path(__file__).resolve().parent / "axe"
+AXE_DIST = Path("node_modules", "axe-core", "axe.min.js")
+WIDTHS = (390, 1280)
+MIN_CHART_TEXT_PX = 11.0
+# What the browser shows; a chart's text smaller than MIN_CHART_TEXT_PX at these widths is unreadable on a phone.
+
+# -- page weight and speed ---------------------------------------------------------------------
+
+WEIGHT_JS = """() => {
+  const nav = performance.getEntriesByType('navigation')[0];
+  const res = performance.getEntriesByType('resource');
+  const files = res.map((r) => ({url: r.name, bytes: r.transferSize}));
+  return {dcl: nav.domContentLoadedEventEnd, load: nav.loadEventEnd,
+          bytes: nav.transferSize + res.reduce((s, r) => s + r.transferSize, 0), files};
+}"""
+
+
+def weight(browser, url: str, runs: int = 3) -> dict:
+    """Bytes transferred by a cold load (no cache) and DOMContentLoaded in ms: min and median of `runs`."""
+    loads = []
+    for _ in range(runs):
+        ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+        page = ctx.new_page()
+        page.goto(url, wait_until="load")
+        page.wait_for_timeout(300)  # late requests (deferred scripts' own loads) are counted too
+        loads.append(page.evaluate(WEIGHT_JS))
+        ctx.close()
+    dcl = [x["dcl"] for x in loads]
+    biggest = sorted(loads[-1]["files"], key=lambda f: -f["bytes"])[:5]
+    return {"bytes": max(x["bytes"] for x in loads), "dcl_min_ms": min(dcl), "dcl_median_ms": statistics.median(dcl),
+            "biggest": biggest}
+
+
+# -- layout: everything visible, then measured -----------------------------------------------------
+
+SHOW_ALL_JS = """() => {
+  document.querySelectorAll('details').forEach((d) => { d.open = true; });
+  const s = document.createElement('style');
+  s.textContent = '.sd-tab-content { display: block !important; }';
+  document.head.appendChild(s);
+  window.dispatchEvent(new Event('resize'));
+}"""
+
+CHART_TEXT_JS = """() => {
+  // Rendered size of every piece of chart text: its font size times the SVG's scale on screen.
+  const out = [];
+  document.querySelectorAll('.bd-article svg').forEach((svg, i) => {
+    if (!svg.closest('.mermaid, .book-chart')) return;
+    if (svg.getClientRects().length === 0) return;
+    svg.querySelectorAll('text, foreignObject').forEach((el) => {
+      const txt = (el.textContent || '').trim();
+      if (!txt) return;
+      const ctm = el.getScreenCTM();
+      if (!ctm) return;
+      const scale = Math.hypot(ctm.a, ctm.b);
+      let sizeEl = el;
+      if (el.tagName.toLowerCase() === 'foreignobject') {
+        sizeEl = Array.from(el.querySelectorAll('*')).find((e) => (e.textContent || '').trim()) || el;
+      }
+      const px = parseFloat(getComputedStyle(sizeEl).fontSize) * scale;
+      out.push({chart: i, text: txt.slice(0, 40), px});
+    });
+  });
+  return out;
+}"""
+
+OVERFLOW_JS = """() => {
+  // Blocks of the article wider than their box. Scrolling is fine when the reader is told: the
+  // block carries data-book-overflow="true" and is described (aria-describedby) by a visible hint.
+  const found = [];
+  const root = document.querySelector('.bd-article') || document.body;
+  root.querySelectorAll('*').forEach((el) => {
+    if (el.scrollWidth <= el.clientWidth + 1 || el.clientWidth === 0) return;
+    const ox = getComputedStyle(el).overflowX;
+    if (ox === 'visible' || ox === 'clip') return;  // a child that overflows is reported where it scrolls
+    if (ox === 'hidden') { found.push({what: describe(el), why: 'cut off (overflow hidden)'}); return; }
+    const host = el.closest('[data-book-overflow]');
+    const hint = host && document.getElementById(host.getAttribute('aria-describedby') || '');
+    const hinted = host && host.getAttribute('data-book-overflow') === 'true' && hint &&
+      hint.classList.contains('book-overflow-hint') && hint.getClientRects().length > 0 && hint.textContent.trim();
+    if (!hinted) found.push({what: describe(el), why: `scrolls ${el.scrollWidth}px in ${el.clientWidth}px without a hint`});
+  });
+  const page = document.documentElement;
+  if (page.scrollWidth > window.innerWidth + 1)
+    found.push({what: 'page', why: `page is ${page.scrollWidth}px wide in a ${window.innerWidth}px window`});
+  function describe(el) {
+    const cls = typeof el.className === 'string' ? el.className.split(' ').slice(0, 3).join('.') : '';
+    const text = (el.textContent || '').trim().slice(0, 40);
+    return `${el.tagName.toLowerCase()}${cls ? '.' + cls : ''} «${text}»`;
+  }
+  return found;
+}"""
+
+STICKY_JS = """() => {
+  // Tables that scroll keep their first column in view.
+  const bad = [];
+  let checked = 0;
+  document.querySelectorAll('.bd-article [data-book-overflow="true"] table').forEach((t) => {
+    checked += 1;
+    const box = t.closest('[data-book-overflow]');
+    const scroller = box.scrollWidth > box.clientWidth ? box : t.parentElement;
+    const cell = t.querySelector('tbody tr > :first-child');
+    if (!cell) return;
+    const before = cell.getBoundingClientRect().left;
+    scroller.scrollLeft = scroller.scrollWidth;
+    const after = cell.getBoundingClientRect().left;
+    scroller.scrollLeft = 0;
+    if (Math.abs(after - before) > 1)
+      bad.push(`${(t.textContent || '').trim().slice(0, 40)}: first column moved ${Math.round(before - after)}px`);
+  });
+  return {checked, bad};
+}"""
+
+SPLIT_JS = """() => {
+  // A number and its unit on two lines: «15.5 / ms». Checked in the article's text.
+  const unit = /(\\d)([\\s\\u00a0\\u202f]?)(ns|µs|us|ms|s|B|KiB|MiB|GiB|倍|%)(?![A-Za-z])/g;
+  const split = [];
+  let checked = 0;
+  const root = document.querySelector('.bd-article') || document.body;
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    if (n.parentElement.closest('pre, code, svg, script, style, .mermaid')) continue;
+    if (n.parentElement.getClientRects().length === 0) continue;
+    let m;
+    while ((m = unit.exec(n.data))) {
+      const r = document.createRange();
+      r.setStart(n, m.index);
+      r.setEnd(n, m.index + m[0].length);
+      const tops = new Set(Array.from(r.getClientRects()).filter((q) => q.width > 0).map((q) => Math.round(q.bottom)));
+      checked += 1;
+      if (tops.size > 1) split.push(n.data.slice(Math.max(0, m.index - 10), m.index + m[0].length + 2));
+    }
+  }
+  return {checked, split};
+}"""
+
+
+def layout(browser, url: str, width: int, dark: bool = False) -> dict:
+    """Smallest chart text, unhinted overflow, scrolling tables' first column, number/unit splits at this width."""
+    ctx = browser.new_context(viewport={"width": width, "height": 900}, color_scheme="dark" if dark else "light")
+    page = ctx.new_page()
+    page.goto(url, wait_until="load")
+    charts_ready(page)
+    page.evaluate(SHOW_ALL_JS)
+    charts_ready(page)
+    page.wait_for_timeout(200)
+    texts = page.evaluate(CHART_TEXT_JS)
+    out = {
+        "chart_text_min_px": min((t["px"] for t in texts), default=None),
+        "chart_text_small": [t for t in texts if t["px"] < MIN_CHART_TEXT_PX][:10],
+        "charts_measured": len({t["chart"] for t in texts}),
+        "overflow": page.evaluate(OVERFLOW_JS),
+        "sticky": page.evaluate(STICKY_JS),
+        "split": page.evaluate(SPLIT_JS),
+    }
+    ctx.close()
+    return out
+
+
+def charts_ready(page, timeout_ms: int = 20_000) -> None:
+    """Wait until every chart of the page is an SVG (built-in SVG, or drawn by the fallback script)."""
+    try:
+        page.wait_for_function(
+            "() => Array.from(document.querySelectorAll('pre.mermaid')).every("
+            "  (el) => el.getClientRects().length === 0 || el.querySelector('svg'))",
+            timeout=timeout_ms,
+        )
+    except Exception:  # noqa: BLE001 - playwright's TimeoutError; the measures say what is missing
+        pass
+
+
+# -- accessibility (axe-core, pinned in tests/site/axe/) -----------------------------------------
+
+AXE_RUN_JS = """async () => {
+  const r = await axe.run(document, {resultTypes: ['violations']});
+  return r.violations.map((v) => ({id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.length,
+                                   targets: v.nodes.slice(0, 4).map((n) => n.target.join(' ') + ' :: ' + (n.failureSummary || '').split('\\n').slice(1, 2).join(''))}));
+}"""
+
+
+def axe_path() -> Path:
+    from capture import assets
+
+    return assets.ensure_npm(AXE_NPM_DIR, "axe-core", AXE_DIST, log=lambda _m: None)
+
+
+def axe(browser, url: str, dark: bool, width: int = 1280) -> list[dict]:
+    """axe-core's violations on the page as a reader sees it (light or dark), every details opened."""
+    ctx = browser.new_context(viewport={"width": width, "height": 900}, color_scheme="dark" if dark else "light")
+    page = ctx.new_page()
+    page.goto(url, wait_until="load")
+    mode = "dark" if dark else "light"
+    page.evaluate(f"() => {{ document.documentElement.dataset.theme = '{mode}'; document.documentElement.dataset.mode = '{mode}'; }}")
+    charts_ready(page)
+    page.evaluate("() => document.querySelectorAll('details').forEach((d) => { d.open = true; })")
+    charts_ready(page)
+    page.add_script_tag(path=str(axe_path()))
+    found = page.evaluate(AXE_RUN_JS)
+    ctx.close()
+    return found
+
+
+def serious(violations: list[dict]) -> list[dict]:
+    return [v for v in violations if v["impact"] in ("serious", "critical")]
+
+
+def screens(browser, url: str, folder: Path, stem: str) -> list[Path]:
+    """Screenshots of the page's top and of its first chart, at each width, light and dark."""
+    folder.mkdir(parents=True, exist_ok=True)
+    saved = []
+    for width in WIDTHS:
+        for mode in ("light", "dark"):
+            ctx = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=mode)
+            page = ctx.new_page()
+            page.goto(url, wait_until="load")
+            charts_ready(page)
+            path = folder / f"{stem}-{width}-{mode}.png"
+            page.screenshot(path=str(path), full_page=True)
+            saved.append(path)
+            ctx.close()
+    return saved
+
+
+# -- as a script: the figures of a build --------------------------------------------------------
+
+
+def main(argv: list[str]) -> int:
+    import argparse
+    import threading
+    from functools import partial
+    from http.server import ThreadingHTTPServer
+
+    from playwright.sync_api import sync_playwright
+
+    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from conftest import CHROMIUM_ARGS, QuietHandler, find_chromium
+
+    parser = argparse.ArgumentParser(prog="python tests/site/reader.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("site", type=Path)
+    parser.add_argument("--pages", nargs="*", default=["index.html", "eager.html", "design.html"])
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--no-axe", action="store_true")
+    parser.add_argument("--screens", type=Path, help="also save screenshots (390 px and 1280 px, light and dark) here")
+    parser.add_argument("--tag", default="", help="prefix of the screenshot names, e.g. before/after")
+    args = parser.parse_args(argv)
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), partial(QuietHandler, directory=str(args.site)))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{httpd.server_address[1]}/"
+    report = {}
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=find_chromium(), headless=True, args=CHROMIUM_ARGS)
+        for name in args.pages:
+            url = base + name
+            r = report[name] = {"weight": weight(browser, url)}
+            for w in WIDTHS:
+                r[f"layout_{w}"] = layout(browser, url, w)
+            if args.screens:
+                screens(browser, url, args.screens, f"{args.tag}{Path(name).stem}")
+            if not args.no_axe:
+                for dark in (False, True):
+                    r["axe_dark" if dark else "axe_light"] = axe(browser, url, dark)
+        browser.close()
+    httpd.shutdown()
+    if args.json:
+        print(json.dumps(report, ensure_ascii=False, indent=1))
+        return 0
+    for name, r in report.items():
+        w = r["weight"]
+        print(f"{name}: {w['bytes'] / 2**20:.2f} MiB transferred, DOMContentLoaded min {w['dcl_min_ms']:.0f} ms "
+              f"median {w['dcl_median_ms']:.0f} ms")
+        for f in w["biggest"]:
+            print(f"    {f['bytes']:>9} {f['url'].rsplit('/', 1)[-1][:60]}")
+        for wd in WIDTHS:
+            lay = r[f"layout_{wd}"]
+            mp = lay["chart_text_min_px"]
+            print(f"  {wd} px: smallest chart text {mp and round(mp, 1)} px over {lay['charts_measured']} charts; "
+                  f"{len(lay['overflow'])} unhinted overflow; {len(lay['sticky']['bad'])} of {lay['sticky']['checked']} scrolling tables lose their first column; "
+                  f"{len(lay['split']['split'])} of {lay['split']['checked']} number/unit pairs split")
+            for o in lay["overflow"][:8]:
+                print(f"      overflow: {o['what']}: {o['why']}")
+            for s in lay["split"]["split"][:5]:
+                print(f"      split: {s!r}")
+        for mode in ("axe_light", "axe_dark"):
+            if mode in r:
+                v = r[mode]
+                print(f"  {mode}: {len(v)} rules violated ({sum(x['nodes'] for x in v)} nodes), "
+                      f"{len(serious(v))} serious/critical")
+                for x in v:
+                    print(f"      {x['impact']:8} {x['id']} ×{x['nodes']}: {x['targets'][:2]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

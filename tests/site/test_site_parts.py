@@ -1,0 +1,378 @@
+"""The site's parts, each checked on its own: the 'pages that depend on X' helper, chart drawing and its
+cache, the datachart/mermaid collision, the search index, the ran-where page, the reproduce lines, the
+precision rule, compare, and that every warning of the site's code is typed and located."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from html import unescape
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from site_helpers import ROOT, build, html_pages
+
+pytest.importorskip("sphinx")
+
+
+# -- depends: one helper for "re-read the pages that depend on X" ---------------------------------------
+
+
+def test_dependency_rereads_noted_pages_only_when_the_fingerprint_changes():
+    from capture.sphinxext.site.depends import Dependency
+
+    state = {"fp": 1}
+    dep = Dependency("thing", lambda app: state["fp"])
+    env, app = SimpleNamespace(docname="a"), None
+    dep.note(env)
+    dep.note(env, "b")
+    assert dep._outdated(app, env, set(), set(), set()) == []  # the first build only records
+    assert dep._outdated(app, env, set(), set(), set()) == []  # unchanged
+    state["fp"] = 2
+    assert dep._outdated(app, env, set(), set(), {"b"}) == ["a"]  # changed: noted pages, minus removed ones
+    dep._purge(app, env, "a")
+    state["fp"] = 3
+    assert dep._outdated(app, env, set(), set(), set()) == ["b"]
+
+
+def test_dependency_merges_parallel_readers_and_can_name_its_pages():
+    from capture.sphinxext.site.depends import Dependency
+
+    dep = Dependency("thing", lambda app: 0)
+    main, worker = SimpleNamespace(docname=""), SimpleNamespace(docname="x")
+    dep.note(worker)
+    dep.note(worker, "y")
+    dep._merge(None, main, {"x"}, worker)
+    assert dep.dependents(None, main) == {"x"}  # only the docs that worker read
+    named = Dependency("other", lambda app: 0, pages=lambda app, env: ["index"])
+    assert named.dependents(None, main) == {"index"}
+
+
+def test_an_edited_style_sheet_reaches_the_site_without_a_page_edit(tmp_path):
+    src, out = tmp_path / "src", tmp_path / "out"
+    conf = 'html_theme = "sphinx_book_theme"\nhtml_static_path = ["_static"]\nhtml_css_files = ["x.css"]\n'
+    (src / "_static").mkdir(parents=True)
+    (src / "_static" / "x.css").write_text("p { color: red; }\n")
+    rc, log = build(src, out, ["capture.sphinxext.site.theme"], conf, {"index.md": "# 首页\n\n文字。\n"})
+    assert rc == 0, log
+    (src / "_static" / "x.css").write_text("p { color: blue; }\n")
+    rc, log = build(src, out, ["capture.sphinxext.site.theme"], conf)
+    assert rc == 0, log
+    assert (out / "_static" / "x.css").read_text() == "p { color: blue; }\n"
+
+
+# -- charts ---------------------------------------------------------------------------------------------
+
+
+def test_chart_cache_key_follows_what_makes_the_drawing(tmp_path):
+    from capture.sphinxext.site import render
+
+    k = render.job_key("flowchart LR\n a --> b", "light", "11.17.2")
+    assert k == render.job_key("flowchart LR\n a --> b", "light", "11.17.2")
+    assert len({k, render.job_key("flowchart LR\n a --> c", "light", "11.17.2"),
+                render.job_key("flowchart LR\n a --> b", "dark", "11.17.2"),
+                render.job_key("flowchart LR\n a --> b", "light", "11.18.0")}) == 4
+    drawing = render.Drawing("<svg id='x'></svg>", 800.0, 200.0, 16.0)
+    render.store(k, drawing, tmp_path)
+    assert render.cached(k, tmp_path) == drawing
+    assert render.cached("absent", tmp_path) is None
+    (tmp_path / "broken.json").write_text("{")
+    assert render.cached("broken", tmp_path) is None  # unreadable: drawn again, never an exception
+    assert drawing.min_width(11) == pytest.approx(550.0)  # 16 px text shrinks to 11 px at 550 of 800 px
+
+
+def test_svg_markup_gets_a_page_unique_id_and_its_size_limits():
+    from capture.sphinxext.site import mermaid, render
+
+    svg = ('<svg id="bookchart-k" width="100%" class="flowchart" style="max-width: 800px;" viewBox="0 0 800 200">'
+           '<style>#bookchart-k .node{fill:red}</style><g id="bookchart-k-edge"></g></svg>')
+    out = mermaid.svg_markup(render.Drawing(svg, 800.0, 200.0, 16.0), "bookchart-k", "bookchart-k-2", "book-chart-dark")
+    assert "bookchart-k-2 .node" in out and 'id="bookchart-k-2-edge"' in out and 'id="bookchart-k"' not in out
+    assert 'class="book-chart-dark flowchart"' in out
+    assert 'style="max-width: 800px; min-width: 550px"' in out
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    from capture.sphinxext.site import render
+
+    exe = render.find_browser()
+    if exe is None:
+        from conftest import GET_CHROMIUM, unavailable
+
+        unavailable(f"no Chromium to draw charts at build time: {GET_CHROMIUM}")
+    return exe
+
+
+MERMAID_CONF = 'html_theme = "sphinx_book_theme"\nshow_warning_types = True\nbook_mermaid_npm_dir = {npm!r}\n'
+
+
+def test_a_chart_mermaid_cannot_draw_fails_the_strict_build_at_its_line(tmp_path, chromium, monkeypatch):
+    monkeypatch.setenv("BOOK_CHART_CACHE", str(tmp_path / "cache"))
+    page = "# 图\n\n文字。\n\n```{mermaid}\nflowchart LR\n  a --> \n```\n"
+    conf = MERMAID_CONF.format(npm=str(ROOT / "docs" / "_mermaid"))
+    rc, log = build(tmp_path / "src", tmp_path / "out", ["capture.sphinxext.site.mermaid"], conf, {"index.md": page})
+    assert rc != 0
+    assert re.search(r"index\.md:5: WARNING: mermaid cannot draw this chart \(light\): Parse error", log), log
+    assert "[book.mermaid]" in log
+
+
+def test_charts_become_inline_svg_without_scripts(tmp_path, chromium, monkeypatch):
+    monkeypatch.setenv("BOOK_CHART_CACHE", str(tmp_path / "cache"))
+    page = '# 图\n\n```{mermaid}\nflowchart LR\n  a["调用"] --> b{"返回？"}\n```\n'
+    conf = MERMAID_CONF.format(npm=str(ROOT / "docs" / "_mermaid"))
+    rc, log = build(tmp_path / "src", tmp_path / "out", ["capture.sphinxext.site.mermaid"], conf, {"index.md": page})
+    assert rc == 0, log
+    html = (tmp_path / "out" / "index.html").read_text(encoding="utf-8")
+    assert html.count("<svg") == 2 and "book-chart-light" in html and "book-chart-dark" in html
+    assert "mermaid.min.js" not in html and "book-mermaid.js" not in html and 'type="module"' not in html
+    assert list((tmp_path / "cache").glob("*.json")), "the drawings are cached"
+    # a second build of a changed page draws nothing new: the cache has both drawings
+    (tmp_path / "src" / "index.md").write_text(page + "\n另一段。\n", encoding="utf-8")
+    rc, log = build(tmp_path / "src", tmp_path / "out", ["capture.sphinxext.site.mermaid"], conf)
+    assert rc == 0 and "drawing" not in log, log
+
+
+def test_mermaid_is_configured_with_a_value_sphinxcontrib_mermaid_accepts(tmp_path):
+    """sphinxcontrib-mermaid 2.1.1 accepts raw, png and svg; the book draws SVG at build time."""
+    import sphinxcontrib.mermaid as scm
+
+    conf = MERMAID_CONF.format(npm=str(ROOT / "docs" / "_mermaid")) + 'book_charts = "browser"\n'
+    rc, log = build(tmp_path / "src", tmp_path / "out", ["capture.sphinxext.site.mermaid"], conf,
+                    {"index.md": "# 图\n\n```{mermaid}\nflowchart LR\n  a --> b\n```\n"})
+    assert rc == 0, log
+    source = Path(scm.__file__).read_text()
+    assert "must be one of 'raw', 'png', 'svg'" in source  # what 2.1.1 accepts
+    from capture.sphinxext.site import mermaid
+
+    assert "svg" in re.findall(r'mermaid_output_format = "(\w+)"', Path(mermaid.__file__).read_text())
+    html = (tmp_path / "out" / "index.html").read_text(encoding="utf-8")
+    assert '<pre class="mermaid">' in html and "book-mermaid.js" in html  # the browser fallback
+    assert "cdn.jsdelivr" not in html and 'type="module"' not in html
+
+
+@pytest.mark.parametrize(
+    ("template", "clashes"),
+    [
+        ('flowchart LR\n  a["{{ value(\'x@cpu:y\') }}"] --> b', []),
+        ('flowchart LR\n  a["{{ platform }}"]', []),
+        ('flowchart LR\n  a["{{ value(\'x@cpu:y\', \'ratio\') }}"]', []),
+        ('flowchart LR\n  a{{"六边形"}} --> b', [2]),
+        ('flowchart LR\n  a --> b\n  c{{ 1 + 1 }}', [3]),
+        ('flowchart LR\n  a{% raw %}{{"六边形"}}{% endraw %} --> b', []),  # the escape the message gives
+    ],
+    ids=["value", "platform", "value-style", "hexagon", "constant", "raw-hexagon"],
+)
+def test_datachart_refuses_expressions_that_read_no_record(template, clashes):
+    from capture.sphinxext.charts import collisions
+
+    assert [line for line, _ in collisions(template)] == clashes
+
+
+def test_datachart_hexagon_is_a_located_build_error(tmp_path):
+    page = "# 图\n\n文字。\n\n:::{datachart}\nflowchart LR\n  a{{\"六边形\"}} --> b\n:::\n"
+    conf = 'show_warning_types = True\nbook_local_platform = "none"\nbook_root = {root!r}\nmyst_enable_extensions = ["colon_fence"]\n'
+    (tmp_path / "book" / "docs").mkdir(parents=True)
+    (tmp_path / "book" / "docs" / "experiments.toml").write_text("")
+    rc, log = build(tmp_path / "src", tmp_path / "out", ["sphinxcontrib.mermaid", "capture.sphinxext"],
+                    conf.format(root=str(tmp_path / "book")), {"index.md": page})
+    assert rc != 0
+    assert re.search(r"index\.md:7: WARNING: datachart: `\{\{ … \}\}` here is not value\(\.\.\.\) or platform", log), log
+    assert "{% raw %}" in log and "[capture.template]" in log
+
+
+# -- the built site ------------------------------------------------------------------------------------
+
+
+def search_index(site: Path) -> dict:
+    text = (site / "searchindex.js").read_text(encoding="utf-8")
+    return json.loads(text[text.index("(") + 1 : text.rindex(")")])
+
+
+def pages_with(index: dict, term: str) -> set[str]:
+    """Pages whose text or titles hold the term."""
+    found = set()
+    for table in ("terms", "titleterms"):
+        hits = index[table].get(term, [])
+        found |= {index["docnames"][i] for i in ([hits] if isinstance(hits, int) else hits)}
+    return found
+
+
+def test_search_index_leaves_out_source_listings_and_tables_of_contents(site):
+    index = search_index(site)
+    code_pages = {i for i, d in enumerate(index["docnames"]) if re.fullmatch(r"api/crates/[^/]+/code/.*", d)}
+    assert code_pages, "no sphinx-rust source page: the test would prove nothing"
+    indexed = {i for hits in index["terms"].values() for i in ([hits] if isinstance(hits, int) else hits)}
+    assert not code_pages & indexed, "Rust source listings are in the search index"
+    # index.md lists the chapters in its toctree; their titles' words are not the front page's words
+    assert "index" not in pages_with(index, "bookrec"), "the front page matches the appendix title it only lists"
+    assert "eager" in pages_with(index, "延迟执行")
+
+
+def test_search_ranks_chapters_above_notes_and_the_api(site):
+    scorer = (site / "_static" / "language_data.js").read_text(encoding="utf-8")
+    assert 'docname.startsWith("api/")' in scorer, "the book's Scorer is not in language_data.js"
+
+
+def test_ran_where_page_agrees_with_status(site):
+    from capture.book import Book
+    from capture.keys import FragmentKey
+    from capture.sphinxext.site.ranwhere import STATE_WORDS
+    from capture.status import collect
+
+    b = Book(ROOT)
+    plats = b.platforms()
+    entries = {(e.platform, e.key): e.state for e in collect(b, plats)}
+    html = (site / "appendix" / "ran-where.html").read_text(encoding="utf-8")
+    table = html[html.index("book-ran-where-experiments") :]
+    table = table[: table.index("</table>")]
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", table, re.S)
+    header, body = rows[0], rows[1:]
+    assert [unescape(re.sub(r"<[^>]+>", "", h)).strip().replace("\u00a0", " ")
+            for h in re.findall(r"<th[^>]*>(.*?)</th>", header, re.S)][1:] == [b.label(p) for p in plats]
+    keys = [str(FragmentKey(e.id, r)) for e in b.manifest.experiments for r in e.roles]
+    assert len(body) == len(keys)
+    for key, row in zip(keys, body):
+        cells = [unescape(c) for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+        assert key in cells[0]
+        for plat, cell in zip(plats, cells[1:]):
+            assert STATE_WORDS[entries[(plat, key)]] in re.sub(r"<[^>]+>", "", cell), (key, plat, cell[:200])
+
+
+def test_every_output_says_how_to_reproduce_it(site):
+    from capture.book import Book
+    from capture.keys import FragmentKey
+
+    b = Book(ROOT)
+    checked = 0
+    for page in html_pages(site):
+        text = page.read_text(encoding="utf-8")
+        for m in re.finditer(r'class="[^"]*book-output-wrapper book-plat-([a-z0-9_-]+) book-frag-([a-z0-9_-]+?)--(cpu|gpu)[ "]', text):
+            plat, key = m.group(1), FragmentKey(m.group(2), m.group(3))
+            after = text[m.end() : m.end() + 20000]
+            repro = re.search(r'class="book-reproduce[^"]*"[^>]*>\s*<p[^>]*>重现：<code[^>]*>(.*?)</code>', after, re.S)
+            assert repro, f"{page.name}: no reproduce line after {key} on {plat}"
+            cmd = re.sub(r"[\s\u00a0]+", " ", unescape(re.sub(r"<[^>]+>", "", repro.group(1)))).strip()
+            want = re.sub(r"\s+", " ", b.identity(plat).regenerate_command([key.exp], [key.role]))
+            assert cmd == want, (page.name, key, plat, cmd)
+            checked += 1
+    assert checked > 10
+
+
+def test_unavailable_volumes_leave_no_notice_in_the_reader_text(site):
+    refs = 0
+    for page in html_pages(site):
+        text = page.read_text(encoding="utf-8")
+        refs += text.count("vol-ref")
+        assert not re.search(r"（[^（）]*卷的目录不可用，未链接）|vol-note", text), page.name
+    assert refs > 0, "no {vol} reference on the site: the test would prove nothing"
+
+
+# -- numbers -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "style", "expected"),
+    [
+        ((0.0094, "s"), "", "9.4 ms"),
+        ((0.99996, "s"), "", "1 s"),  # rounded first, then scaled: never "1000 ms"
+        ((1.234567e-4, "s"), "", "123 µs"),
+        ((103055.2, ""), "ratio", "10.3 万倍"),
+        ((2108.2, ""), "ratio", "2110 倍"),  # 3 significant digits from 10 on
+        ((4.66, ""), "ratio", "4.7 倍"),  # 2 under 10
+        ((0.0163, ""), "ratio", "0.016 倍"),
+        ((0.1234, ""), "percent", "12%"),
+        ((1048576.0, ""), "", "1048576"),  # a count: exact
+        ((1.5e9 * 1024, "B"), "", "1430 GiB"),  # the largest unit is GiB
+    ],
+)
+def test_one_precision_rule(value, style, expected):
+    from capture.fmt import NBSP, fmt_value
+    from capture.query import Value
+
+    assert fmt_value(Value(*value), style=style) == expected.replace(" ", NBSP)
+
+
+# -- compare -----------------------------------------------------------------------------------------
+
+
+def fragment(records: list[dict]):
+    from capture.store import Fragment
+
+    return Fragment(platform="p", key="x@cpu", text="", meta={"records": records})
+
+
+def rec(name, value, unit="s", **tags):
+    return {"name": name, "value": value, "unit": unit, "tags": tags}
+
+
+def test_compare_lines_up_records_across_machines_with_ratios():
+    from capture.compare import Column, table
+
+    mine = fragment([rec("t", 0.002, device="mps", run="0"), rec("flag", True, "", device="mps"), rec("only.mine", 1.0)])
+    theirs = fragment([rec("t", 0.001, device="cuda", run="0"), rec("flag", False, "", device="cuda"), rec("only.theirs", 3.0)])
+    lines = table("x@gpu", mine, [Column("H200", theirs), Column("Mac", None)])
+    text = "\n".join(lines)
+    assert re.search(r"t\{run=0\}\s+2 ms\s+1 ms \(2×\)\s+—", text), text  # device tags differ, the record matches
+    assert re.search(r"flag\s+是\s+否\s", text)
+    assert re.search(r"only\.mine\s+1 s\s+—", text) and re.search(r"only\.theirs\s+—\s+3 s", text)
+    assert "Mac (not captured)" in lines[0]
+
+
+@pytest.mark.slow
+def test_compare_runs_into_a_scratch_store_and_leaves_the_fragments_alone(tmp_path, monkeypatch):
+    import io
+
+    from capture.compare import compare
+    from tests.engine.book import make_book, run
+
+    monkeypatch.setenv("CARGO_TARGET_DIR", str(tmp_path / "cargo-target"))
+    monkeypatch.delenv("BOOK_PLATFORM", raising=False)
+    layout = make_book(tmp_path / "book")
+    outcomes, _ = run(layout, only=["hello"], roles=["cpu"])
+    assert outcomes["hello@cpu"].status == "ok"
+    before = {p: p.read_bytes() for p in layout.fragments.rglob("*") if p.is_file()}
+    out, err = io.StringIO(), io.StringIO()
+    assert compare(layout, ["hello"], ["cpu"], out=out, err=err) == 0, err.getvalue()
+    assert {p: p.read_bytes() for p in layout.fragments.rglob("*") if p.is_file()} == before
+    assert not any((layout.scratch / "compare").rglob("*.json")), "the scratch store is removed"
+    assert re.search(r"hello\.elapsed\s+\S+ \S+\s+\S+ \S+ \(\S+×\)", out.getvalue()), out.getvalue()
+
+
+# -- warnings -------------------------------------------------------------------------------------------
+
+SITE_CODE = sorted((ROOT / "capture" / "sphinxext").rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", SITE_CODE, ids=[p.relative_to(ROOT).as_posix() for p in SITE_CODE])
+def test_every_warning_is_typed_and_located(path):
+    """logger.warning names a type, a subtype (so it can be suppressed) and a location; warn() gets all three."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+        name = getattr(call.func, "attr", None) or getattr(call.func, "id", None)
+        where = f"{path.relative_to(ROOT)}:{call.lineno}"
+        if name == "warning" and getattr(call.func.value, "id", "") == "logger":
+            assert {"type", "subtype", "location"} <= {k.arg for k in call.keywords}, where
+        elif name == "warn" and isinstance(call.func, ast.Name):
+            assert len(call.args) + len(call.keywords) == 3, f"{where}: warn(message, location, subtype)"
+    assert "reporter.warning" not in path.read_text(encoding="utf-8"), path
+
+
+# -- search: jieba's dictionary, loaded faster, the same -------------------------------------------------
+
+
+def test_jieba_preload_gives_the_tokenizer_jiebas_own_dictionary(tmp_path):
+    jieba = pytest.importorskip("jieba")
+    from capture.sphinxext.site.zhsearch import preload
+
+    own = jieba.Tokenizer()
+    own.initialize()
+    for attempt in ("built", "loaded"):  # the first call builds and keeps the pickle, the second reads it
+        tok = jieba.Tokenizer()
+        preload(tok, tmp_path)
+        assert tok.initialized and tok.total == own.total and tok.FREQ == own.FREQ, attempt
+        assert list(tmp_path.glob("prefix-*.pickle"))
+    text = "调用一个张量运算之后，结果什么时候真正算出来？延迟执行和同步"
+    assert list(tok.cut_for_search(text)) == list(own.cut_for_search(text))
