@@ -286,7 +286,7 @@ def main(argv: list[str]) -> int:
         return 0
     for name, r in report.items():
         w = r["weight"]
-        print(f"{name}: {w['bytes'] / 2**20:.2f} MiB transferred, DOMContentLoaded min {w['dcl_min_ms']:.0f} ms "
+        print(f"{name}: {w['bytes'] / 2**20:.2f} MiB transferred (budget 2.5), DOMContentLoaded min {w['dcl_min_ms']:.0f} ms (budget 600) "
               f"median {w['dcl_median_ms']:.0f} ms")
         for f in w["biggest"]:
             print(f"    {f['bytes']:>9} {f['url'].rsplit('/', 1)[-1][:60]}")
