@@ -3,12 +3,11 @@
 Every page: chart text never under 11 px, nothing wider than its column without a hint (and tables
 that scroll keep their first column), a number never on another line than its unit, no serious or
 critical axe-core violation in light or dark mode. The heaviest chapter: at most 2.5 MiB transferred
-and DOMContentLoaded within 0.6 s on localhost. The measures are in reader.py.
+(DOMContentLoaded is a speed figure: `python tests/site/reader.py` prints it). The measures are in reader.py.
 """
 
 from __future__ import annotations
 
-import os
 from urllib.parse import quote
 
 import pytest
