@@ -98,7 +98,7 @@ def three(tmp_path_factory):
     root = tmp_path_factory.mktemp("three") / "book"
     ignore = shutil.ignore_patterns("_build", "node_modules", "target", "__pycache__", "api")
     root.mkdir(parents=True)
-    for part in ("conf.py", "uv.lock", "capture", "snippets", "crates", "docs"):
+    for part in ("conf.py", "uv.lock", "rust-toolchain.toml", "capture", "snippets", "crates", "docs"):
         src = REPO / part
         if src.is_dir():
             shutil.copytree(src, root / part, ignore=ignore)
