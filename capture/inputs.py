@@ -196,6 +196,8 @@ def inputs(exp: Experiment, role: str, layout: Layout, scheme: int = HASH_VERSIO
     }
     if scheme >= 2:
         rec["source_hash"] = exp.source_hash
+    if exp.processes != 1:  # absent when 1, so existing fragments keep their hash
+        rec["processes"] = exp.processes
     if exp.script:
         rec["torch_pin"] = torch_pin(layout)
     return rec

@@ -25,7 +25,7 @@ SOURCE_HASH_MODES = ("code", "lines", "exact")
 OPERATING_SYSTEMS = ("macos", "linux")
 PLACEHOLDERS = ("device",)  # what `{...}` in args may name
 KEYS = ("id", "framework", "script", "crate", "bin", "args", "roles", "timeout", "expect", "mask", "title", "env",
-        "platforms", "source_hash", "max_output")
+        "platforms", "source_hash", "max_output", "processes")
 DEFAULT_KEYS = ("timeout", "expect", "max_output")
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -81,6 +81,8 @@ class Experiment:
     # "exact" hashes the bytes (outputs that quote source text)
     source_hash: str = "code"
     max_output: int = DEFAULT_MAX_OUTPUT  # bytes of output beyond which the run fails (capture.runner)
+    # separate processes per capture: records get a tag process=1..N, the output shows each run in turn
+    processes: int = 1
 
     @property
     def lang(self) -> str:
@@ -196,6 +198,16 @@ def _timeout(v, what: str = "timeout") -> float:
 
 
 _SIZE_UNITS = {"": 1, "B": 1, "KB": 1000, "KiB": 1024, "MB": 1000**2, "MiB": 1024**2}
+
+
+MAX_PROCESSES = 10
+
+
+def _processes(v, what: str = "processes") -> int:
+    """How many separate processes one capture runs (1..MAX_PROCESSES)."""
+    if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= MAX_PROCESSES:
+        raise ValueError(f"{what} must be an integer from 1 to {MAX_PROCESSES}, not {_show(v)}")
+    return v
 
 
 def _size(v, what: str = "max_output") -> int:
@@ -396,12 +408,13 @@ def _parse_one(raw: dict, defaults: dict, line: int, problems: list[str]) -> Exp
     env = get("env", _env, {})
     platforms = get("platforms", _platforms, ())
     source_hash = get("source_hash", lambda v: _choice(v, SOURCE_HASH_MODES, "source_hash"), "code")
+    processes = get("processes", _processes, 1)
     if problems:
         return None
     return Experiment(
         id=exp_id, framework=framework, roles=roles, args=args, expect=expect, timeout=timeout,
         script=script, crate=crate, bin=bin_, mask=mask, title=title, line=line, env=env,
-        platforms=platforms, source_hash=source_hash, max_output=max_output,
+        platforms=platforms, source_hash=source_hash, max_output=max_output, processes=processes,
     )
 
 

@@ -22,7 +22,7 @@ from capture.manifest import Experiment, Manifest
 from capture.paths import Layout, PathError
 from capture.platform import Platform, exec_failure, load_average, machine_record
 from capture.progress import Progress
-from capture.records import read_file
+from capture.records import Parsed, read_file
 from capture.roles import cargo_features, resolve
 from capture.runner import Interrupted, run, signals_deferred, signals_interrupt
 from capture.store import Fragment, Store
@@ -273,12 +273,9 @@ def _run_job(job: Job, ctx: _Context, store: Store, progress: Progress) -> Outco
         return Outcome(job.key, "skipped", f"torch in {ctx.opts.python} sees no accelerator")
 
     scratch = ctx.run_dir
-    rec_file = scratch / f"{job.key}.records.jsonl"
-    rec_file.unlink(missing_ok=True)
     env = {
         **os.environ,
         **exp.env,
-        "BOOK_RECORDS": str(rec_file),
         "BOOK_ROLE": job.role,
         "BOOK_DEVICE": job.device,
         "BOOK_PLATFORM": ctx.platform.key,
@@ -288,17 +285,13 @@ def _run_job(job: Job, ctx: _Context, store: Store, progress: Progress) -> Outco
     }
     started = dt.datetime.now(dt.timezone.utc)
     load_before = load_average()
-    log = scratch / f"{job.key}.log"
+    expect = exp.expect[job.role]
     try:
-        result = run(cmd, cwd=ctx.layout.root, env=env, timeout=exp.timeout, log=log, max_output=exp.max_output)
+        result, parsed, rec_bytes, files = _run_processes(job, ctx, cmd, env, expect, scratch)
     except OSError as e:  # the program could not start: wrong binary format (ENOEXEC), not executable, missing
         _record_failure(store, job, ctx, exec_failure(cmd[0], e) + "\n", None, False, 0.0)
         return Outcome(job.key, "failed", exec_failure(cmd[0], e), old=job.old)
-    result = replace(result, text=sanitize.text(result.text, sanitize.here(ctx.layout.root)))  # no personal paths
     load_after = load_average()
-    expect = exp.expect[job.role]
-    parsed = read_file(rec_file)
-    rec_bytes = rec_file.stat().st_size if rec_file.is_file() else 0
     meta = {
         "experiment": exp.id,
         "role": job.role,
@@ -321,13 +314,15 @@ def _run_job(job: Job, ctx: _Context, store: Store, progress: Progress) -> Outco
         "versions": {**_version_record(ctx, exp, versions)},
         "records": sanitize.records(parsed.records, sanitize.here(ctx.layout.root)),
     }
+    if exp.processes > 1:
+        meta["processes"] = exp.processes
     failure = _failure(exp, job, ctx, expect, result, meta["outcome"], parsed.errors, rec_bytes)
     if not failure:
         with signals_deferred():
             store.write(ctx.platform.key, job.key, result.text, meta)
             job.done = True
-        log.unlink(missing_ok=True)
-        rec_file.unlink(missing_ok=True)
+        for f in files:
+            f.unlink(missing_ok=True)
         return Outcome(job.key, "ok", meta["outcome"], result.wall_s, job.old, store.read(ctx.platform.key, job.key))
     meta["failure"] = failure.splitlines()[0]
     if parsed.errors:
@@ -345,6 +340,43 @@ def _run_job(job: Job, ctx: _Context, store: Store, progress: Progress) -> Outco
         result.wall_s,
         job.old,
     )
+
+
+def _run_processes(job: Job, ctx: _Context, cmd: list[str], env: dict, expect, scratch: Path):
+    """Run the command exp.processes times, each a fresh process, stopping at the first that fails.
+
+    One process: its output and records as they are. Several: the outputs one after another, each
+    under a `[process k/N]` line, and every record tagged process=k. Returns the combined result,
+    the parsed records, the largest records file (bytes) and the scratch files to remove on success.
+    """
+    exp = job.exp
+    n = exp.processes
+    texts, records, errors, files = [], [], [], []
+    wall, rec_bytes, result = 0.0, 0, None
+    for k in range(1, n + 1):
+        stem = job.key if n == 1 else f"{job.key}.p{k}"
+        rec_file, log = scratch / f"{stem}.records.jsonl", scratch / f"{stem}.log"
+        rec_file.unlink(missing_ok=True)
+        files += [rec_file, log]
+        result = run(cmd, cwd=ctx.layout.root, env={**env, "BOOK_RECORDS": str(rec_file)}, timeout=exp.timeout,
+                     log=log, max_output=exp.max_output)
+        text = sanitize.text(result.text, sanitize.here(ctx.layout.root))  # no personal paths
+        texts.append(text if n == 1 else f"[process {k}/{n}]\n{text}")
+        parsed = read_file(rec_file)
+        rec_bytes = max(rec_bytes, rec_file.stat().st_size if rec_file.is_file() else 0)
+        wall += result.wall_s
+        if n > 1:
+            for r in parsed.records:
+                r.setdefault("tags", {})["process"] = str(k)
+            parsed.errors[:] = [f"process {k}: {e}" for e in parsed.errors]
+        records += parsed.records
+        errors += parsed.errors
+        if result.over_cap or parsed.errors or not expect.met_by(result.exit_status, result.timed_out):
+            break
+    assert result is not None
+    combined = replace(result, text="".join(t if t.endswith("\n") or not t else t + "\n" for t in texts) if n > 1 else texts[0],
+                       wall_s=wall)
+    return combined, Parsed(records, errors), rec_bytes, files
 
 
 def _failure(exp: Experiment, job: Job, ctx: _Context, expect, result, outcome: str, record_errors: list[str], rec_bytes: int) -> str:

@@ -325,3 +325,66 @@ def test_bundle_carries_everything_a_machine_without_cargo_needs(prebuilt_book, 
     assert proc.returncode == 0, proc.stdout + proc.stderr
     frag = Store(layout.fragments).read("linux-x86_64-cpu", "tiny@cpu")
     assert frag.text.strip() == "tiny ok flex" and frag.meta["versions"]["rust_build"]["prebuilt"] is True
+
+
+COUNTER = '''\
+import os, sys
+import bookrec
+# each process appends one line to a file named by the args, so the test can count the processes
+path = sys.argv[1]
+with open(path, "a") as f:
+    f.write("x\\n")
+k = sum(1 for _ in open(path))
+print(f"run {k}")
+bookrec.record("counter.k", k)
+if sys.argv[2] == "fail-second" and k == 2:
+    sys.exit(3)
+'''
+
+
+def _processes_book(tmp_path: Path, mode: str, processes: int = 3):
+    from tests.engine.book import write
+
+    layout = make_book(tmp_path / "pbook", manifest=f'''
+[[experiment]]
+id = "counter"
+script = "snippets/counter.py"
+args = ["{tmp_path / 'count.txt'}", "{mode}"]
+processes = {processes}
+''')
+    write(layout.root / "snippets/counter.py", COUNTER)
+    return layout
+
+
+def test_processes_run_separately_and_tag_their_records(tmp_path):
+    layout = _processes_book(tmp_path, "ok")
+    outcomes, _ = run(layout)
+    assert outcomes["counter@cpu"].status == "ok"
+    frag = Store(layout.fragments).read("linux-x86_64-cpu", "counter@cpu")
+    assert frag.text == "[process 1/3]\nrun 1\n[process 2/3]\nrun 2\n[process 3/3]\nrun 3\n"
+    assert [(r["value"], r["tags"]["process"]) for r in frag.records] == [(1, "1"), (2, "2"), (3, "3")]
+    assert frag.meta["processes"] == 3
+    # the number of processes is an input: changing it makes the fragment stale
+    layout2 = _processes_book(tmp_path, "ok", processes=2)
+    assert layout2.root == layout.root
+    assert run(layout2)[0]["counter@cpu"].status == "ok"
+    assert Store(layout.fragments).read("linux-x86_64-cpu", "counter@cpu").text.count("[process") == 2
+
+
+def test_a_failing_process_stops_the_capture_and_keeps_the_old_fragment(tmp_path):
+    layout = _processes_book(tmp_path, "fail-second")
+    outcomes, _ = run(layout)
+    assert outcomes["counter@cpu"].status == "failed"
+    assert "expected exit 0, got exit 3" in outcomes["counter@cpu"].message
+    assert (tmp_path / "count.txt").read_text().count("x") == 2  # the third never started
+    store = Store(layout.fragments)
+    assert store.read("linux-x86_64-cpu", "counter@cpu") is None
+    failed = (layout.fragments / "linux-x86_64-cpu" / "counter@cpu.failed.txt").read_text()
+    assert "[process 2/3]\nrun 2" in failed
+
+
+def test_one_process_keeps_the_plain_output_and_untagged_records(tmp_path):
+    layout = _processes_book(tmp_path, "ok", processes=1)
+    run(layout)
+    frag = Store(layout.fragments).read("linux-x86_64-cpu", "counter@cpu")
+    assert frag.text == "run 1\n" and "process" not in frag.records[0]["tags"] and "processes" not in frag.meta

@@ -14,6 +14,7 @@ from capture.book import NOTE, OK, WARN, Book
 from capture.claims import WhereError, check_known, device_matches, judge, parse_where, platform_matches
 from capture.keys import FragmentKey, KeyError_, check_platform_key
 from capture.manifest import load
+from capture.paths import Layout
 from capture.restamp import restamp
 from capture.store import Store
 
@@ -159,10 +160,12 @@ def test_comment_edits_make_nothing_stale_code_edits_exactly_the_dependents(repo
     (repo_copy / "crates/exec-gpu/src/.DS_Store").write_bytes(b"\x00\x01Finder")
     (repo_copy / "snippets/exec_gpu.py~").write_text("backup")
     assert stale_count(repo_copy) == base
-    # a real change in one Python snippet: exactly the experiments that run it, on every platform
+    # a real change in one Python snippet: exactly the experiments that run or import it, on every platform
     gpu.write_text(gpu.read_text().replace("def ", "def  ", 1).replace("time.perf_counter()", "time.perf_counter( )", 1) + "\nX = 1\n")
     manifest = load(repo_copy / "docs/experiments.toml")
-    users = [e for e in manifest.experiments if e.script == "snippets/exec_gpu.py"]
+    layout = Layout(repo_copy)
+    users = [e for e in manifest.experiments if e.script and gpu in inputs.source_files(e, layout)]
+    assert any(e.script != "snippets/exec_gpu.py" for e in users)  # snippets/inductor_kernel.py imports it
     frags = Store(repo_copy / "docs/_fragments")
     expected = sum(1 for e in users for r in e.roles for p in frags.platforms() if frags.read(p, f"{e.id}@{r}"))
     assert expected > 0 and stale_count(repo_copy) == base + expected
