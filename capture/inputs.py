@@ -198,6 +198,8 @@ def inputs(exp: Experiment, role: str, layout: Layout, scheme: int = HASH_VERSIO
         rec["source_hash"] = exp.source_hash
     if exp.processes != 1:  # absent when 1, so existing fragments keep their hash
         rec["processes"] = exp.processes
+    if exp.caches:
+        rec["caches"] = exp.caches
     if exp.script:
         rec["torch_pin"] = torch_pin(layout)
     return rec

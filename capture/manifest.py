@@ -25,7 +25,8 @@ SOURCE_HASH_MODES = ("code", "lines", "exact")
 OPERATING_SYSTEMS = ("macos", "linux")
 PLACEHOLDERS = ("device",)  # what `{...}` in args may name
 KEYS = ("id", "framework", "script", "crate", "bin", "args", "roles", "timeout", "expect", "mask", "title", "env",
-        "platforms", "source_hash", "max_output", "processes")
+        "platforms", "source_hash", "max_output", "processes", "caches")
+CACHE_RULES = ("cold", "warm")
 DEFAULT_KEYS = ("timeout", "expect", "max_output")
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -83,6 +84,9 @@ class Experiment:
     max_output: int = DEFAULT_MAX_OUTPUT  # bytes of output beyond which the run fails (capture.runner)
     # separate processes per capture: records get a tag process=1..N, the output shows each run in turn
     processes: int = 1
+    # the on-disk caches of drivers and frameworks (capture/caches.py): "" as the machine has them,
+    # "cold" a new empty folder for every process, "warm" one folder filled by an unrecorded run first
+    caches: str = ""
 
     @property
     def lang(self) -> str:
@@ -409,12 +413,14 @@ def _parse_one(raw: dict, defaults: dict, line: int, problems: list[str]) -> Exp
     platforms = get("platforms", _platforms, ())
     source_hash = get("source_hash", lambda v: _choice(v, SOURCE_HASH_MODES, "source_hash"), "code")
     processes = get("processes", _processes, 1)
+    caches = get("caches", lambda v: _choice(v, CACHE_RULES, "caches"), "")
     if problems:
         return None
     return Experiment(
         id=exp_id, framework=framework, roles=roles, args=args, expect=expect, timeout=timeout,
         script=script, crate=crate, bin=bin_, mask=mask, title=title, line=line, env=env,
         platforms=platforms, source_hash=source_hash, max_output=max_output, processes=processes,
+        caches=caches,
     )
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from capture import build as buildmod
+from capture import caches
 from capture import inputs as inputsmod
 from capture import sanitize
 from capture.manifest import Experiment, Manifest
@@ -316,6 +317,8 @@ def _run_job(job: Job, ctx: _Context, store: Store, progress: Progress) -> Outco
     }
     if exp.processes > 1:
         meta["processes"] = exp.processes
+    if exp.caches:
+        meta["caches"] = exp.caches
     failure = _failure(exp, job, ctx, expect, result, meta["outcome"], parsed.errors, rec_bytes)
     if not failure:
         with signals_deferred():
@@ -353,11 +356,24 @@ def _run_processes(job: Job, ctx: _Context, cmd: list[str], env: dict, expect, s
     n = exp.processes
     texts, records, errors, files = [], [], [], []
     wall, rec_bytes, result = 0.0, 0, None
+    cache_dir = scratch / f"{job.key}.caches"
+    if exp.caches == "warm":  # one unrecorded run fills the caches the recorded ones then find
+        env = caches.apply(env, caches.fresh(cache_dir))
+        log = scratch / f"{job.key}.warmup.log"
+        files.append(log)
+        warm = run(cmd, cwd=ctx.layout.root, env={**env, "BOOK_RECORDS": str(scratch / f"{job.key}.warmup.jsonl")},
+                   timeout=exp.timeout, log=log, max_output=exp.max_output)
+        files.append(scratch / f"{job.key}.warmup.jsonl")
+        if not expect.met_by(warm.exit_status, warm.timed_out):
+            text = sanitize.text(warm.text, sanitize.here(ctx.layout.root))
+            return replace(warm, text=f"[warm-up run, caches = \"warm\"]\n{text}"), Parsed([], []), 0, files
     for k in range(1, n + 1):
         stem = job.key if n == 1 else f"{job.key}.p{k}"
         rec_file, log = scratch / f"{stem}.records.jsonl", scratch / f"{stem}.log"
         rec_file.unlink(missing_ok=True)
         files += [rec_file, log]
+        if exp.caches == "cold":
+            env = caches.apply(env, caches.fresh(cache_dir))
         result = run(cmd, cwd=ctx.layout.root, env={**env, "BOOK_RECORDS": str(rec_file)}, timeout=exp.timeout,
                      log=log, max_output=exp.max_output)
         text = sanitize.text(result.text, sanitize.here(ctx.layout.root))  # no personal paths
@@ -374,6 +390,8 @@ def _run_processes(job: Job, ctx: _Context, cmd: list[str], env: dict, expect, s
         if result.over_cap or parsed.errors or not expect.met_by(result.exit_status, result.timed_out):
             break
     assert result is not None
+    if exp.caches:
+        shutil.rmtree(cache_dir, ignore_errors=True)
     combined = replace(result, text="".join(t if t.endswith("\n") or not t else t + "\n" for t in texts) if n > 1 else texts[0],
                        wall_s=wall)
     return combined, Parsed(records, errors), rec_bytes, files

@@ -388,3 +388,40 @@ def test_one_process_keeps_the_plain_output_and_untagged_records(tmp_path):
     run(layout)
     frag = Store(layout.fragments).read("linux-x86_64-cpu", "counter@cpu")
     assert frag.text == "run 1\n" and "process" not in frag.records[0]["tags"] and "processes" not in frag.meta
+
+
+CACHER = '''\
+import os
+# what a framework's disk cache would see: was something compiled before this process?
+d = os.environ["XDG_CACHE_HOME"]
+marker = os.path.join(d, "kernel.bin")
+print("found" if os.path.exists(marker) else "empty", os.environ.get("CUDA_CACHE_DISABLE", "-"),
+      os.path.dirname(os.environ["CUDA_CACHE_PATH"]) == os.path.dirname(d))
+open(marker, "w").write("compiled")
+'''
+
+
+def _caches_book(tmp_path: Path, rule: str):
+    from tests.engine.book import write
+
+    layout = make_book(tmp_path / "cbook", manifest=f'''
+[[experiment]]
+id = "cacher"
+script = "snippets/cacher.py"
+processes = 2
+caches = "{rule}"
+env = {{ CUDA_CACHE_DISABLE = "1" }}
+''')
+    write(layout.root / "snippets/cacher.py", CACHER)
+    return layout
+
+
+@pytest.mark.parametrize("rule, seen", [("cold", "empty"), ("warm", "found")])
+def test_cache_rule_is_the_same_for_every_process(tmp_path, rule, seen):
+    layout = _caches_book(tmp_path, rule)
+    outcomes, _ = run(layout)
+    assert outcomes["cacher@cpu"].status == "ok", outcomes["cacher@cpu"].message
+    frag = Store(layout.fragments).read("linux-x86_64-cpu", "cacher@cpu")
+    assert frag.text == f"[process 1/2]\n{seen} - True\n[process 2/2]\n{seen} - True\n"
+    assert frag.meta["caches"] == rule and frag.meta["inputs"]["caches"] == rule
+    assert not list((layout.root / ".capture").rglob("*.caches"))  # nothing left behind

@@ -708,6 +708,8 @@ def test_compare_goes_on_after_a_failed_job(tmp_path):
     ("processes = 0\n", "processes must be an integer from 1 to 10, not integer 0"),
     ('processes = "3"\n', "processes must be an integer from 1 to 10, not string '3'"),
     ("processes = true\n", "processes must be an integer from 1 to 10, not boolean True"),
+    ('caches = "cold"\n', None),
+    ('caches = "hot"\n', "caches must be one of cold, warm, not string 'hot'"),
     ("timeout = 0\n", "timeout must be a positive number of seconds, not 0"),
     ("env = { A = true }\n", "env.A must be a string (write true in quotes), not boolean True"),
     ('args = ["{dev}"]\n', "args: unknown placeholder {dev} in '{dev}' (did you mean 'device'?); known: {device}"),
