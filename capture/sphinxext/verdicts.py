@@ -6,7 +6,9 @@
     :::
 
 {role} in a row becomes each column's role. Each cell is 是 / 否 computed on that platform, with the
-devices that ran and a link to the records; 未测 where the machine did not run it. This is where
+devices that ran and a link to the records; 未测 where the machine did not run it. Rows whose value is
+a word (a verdict an experiment recorded, e.g. silent | correct | error) are shown through
+`:labels: silent = 复现; correct = 结果正确; error = 报错`; a word without a label is a build warning. This is where
 a reader sees that machines differ (CUDA against MPS, Vulkan against Metal).
 """
 
@@ -24,13 +26,14 @@ from capture.sphinxext.tables import parse_pairs, table_node
 class VerdictMatrixDirective(SphinxDirective):
     optional_arguments = 1
     final_argument_whitespace = True
-    option_spec = {"rows": directives.unchanged_required, "roles": directives.unchanged}
+    option_spec = {"rows": directives.unchanged_required, "roles": directives.unchanged, "labels": directives.unchanged}
 
     def run(self):
         b = book(self.env)
         where = self.get_location()
         try:
             rows = parse_pairs(self.options["rows"], ":rows:")
+            self.labels = dict(parse_pairs(self.options["labels"], ":labels:")) if "labels" in self.options else {}
             roles = [r.strip() for r in self.options.get("roles", "cpu, gpu").split(",") if r.strip()]
             bad = [r for r in roles if r not in ROLES]
             if bad:
@@ -67,11 +70,17 @@ class VerdictMatrixDirective(SphinxDirective):
             node["title"] = st.detail
             return node
         val = getattr(ans.value, "v", ans.value)
-        if not isinstance(val, bool):
-            warn(f"verdict-matrix: {expr} gives {val!r} on {plat}, not yes/no", where, "verdicts")
+        if isinstance(val, bool):
+            text, cls = ("是", "yes") if val else ("否", "no")
+        elif isinstance(val, str) and val in self.labels:
+            text, cls = self.labels[val], val
+        else:
+            known = f" (labels: {', '.join(self.labels)})" if self.labels else ""
+            warn(f"verdict-matrix: {expr} gives {val!r} on {plat}, not yes/no and not a word of :labels:{known}",
+                 where, "verdicts")
             return nodes.inline("", "？", classes=["book-na"])
-        out = nodes.inline(classes=["book-verdict", "book-verdict-yes" if val else "book-verdict-no"])
-        out += value_node(self.env, b, ans, "是" if val else "否")
+        out = nodes.inline(classes=["book-verdict", f"book-verdict-{cls}"])
+        out += value_node(self.env, b, ans, text)
         devices = sorted({st.fragment.meta.get("device") for st in ans.states if st.fragment is not None} - {None})
         if devices:
             out += nodes.inline("", f"（{'、'.join(devices)}）", classes=["book-verdict-device"])

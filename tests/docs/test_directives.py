@@ -24,6 +24,7 @@ for i in range(3):
     print(f"{dev} run {i}: returned after {bookrec.fmt_duration(scale * 1e-6)}")
 bookrec.record("returns_early", True, device=dev)
 # ANCHOR_END: body
+bookrec.record("verdict", "silent", device=dev)
 '''
 
 EXTRA = '''
@@ -264,3 +265,22 @@ def test_another_machines_stale_fragment_is_shown_with_a_note(site, tmp_path):
     notes = [n.text() for n in doc.find_all(cls="book-notice-stale")]
     assert notes and "Other GPU · Linux" in notes[0] and "bash .device/run.sh --only measure --device cpu" in notes[0]
     assert doc.find_all(cls="book-stale-mark")  # figures from it carry the mark
+
+
+def test_verdict_matrix_shows_recorded_words_through_its_labels(site, tmp_path):
+    page_text = PAGE + '''
+:::{verdict-matrix} 复现了吗
+:rows: 副本共享 = first(measure@{role}:verdict)
+:roles: cpu
+:labels: silent = 复现（不报错）; correct = 未复现
+:::
+'''
+    (site.root / "docs/index.md").write_text(page_text)
+    code, err, out = build(site.root, tmp_path)
+    assert code == 0, err
+    matrix = page(out).find_all("table", "book-verdict-matrix")[1]
+    assert [td.text().strip() for td in matrix.find_all("td")][1].startswith("复现（不报错）")
+    # a word the labels do not name is a build warning that names the page and the word
+    (site.root / "docs/index.md").write_text(page_text.replace("silent = 复现（不报错）; ", ""))
+    code, err, _ = build(site.root, tmp_path / "again")
+    assert code != 0 and "gives 'silent'" in err and "labels: correct" in err and "index.md" in err

@@ -73,3 +73,26 @@ mod tests {
         assert_eq!((calls, s.n), (5, 3));
     }
 }
+
+/// Print and record (`binsize.bytes` and `binsize.backends`, tags framework and backends) the size of the running
+/// executable: the binary-size experiments of the book call this after their one computation.
+/// `base` is the backend every build has; `features` the GPU backends compiled in.
+pub fn report_own_size(framework: &str, base: &str, features: &[&str]) {
+    let exe = std::env::current_exe().expect("current_exe");
+    let bytes = std::fs::metadata(&exe)
+        .expect("metadata of the running executable")
+        .len();
+    let backends = std::iter::once(base)
+        .chain(features.iter().copied())
+        .collect::<Vec<_>>()
+        .join("+");
+    println!(
+        "{framework} ({backends}): {:.1} MiB",
+        bytes as f64 / (1u64 << 20) as f64
+    );
+    let tags = Tags::new()
+        .with("framework", framework)
+        .with("backends", &backends);
+    record("binsize.bytes", bytes as f64, "B", &tags);
+    record("binsize.backends", backends.as_str(), "", &tags);
+}

@@ -3,7 +3,7 @@
 //! 用法：design-bench <模式> <设备> [参数...]
 //!   设备：cpu、cuda（要 `--features cuda`）、metal（只在 macOS）
 //!   模式：matmul [n=1024] | mlp | phases | chains [n=4096] [rounds=7] | smallop [iters=1000000]
-//!         | errors | views [iters=1000000] | deadlock | varset
+//!         | errors | views [iters=1000000] | deadlock | varset | silent | errcost [iters=100000] | panics
 //!         | firstuse（启动自己两次：firstuse-process <设备> <1|2>）
 //! 和 design-burn 逐模式对应：同一个负载，同样的结构和名字（共有模式的报告在 bookrec::modes）。
 
@@ -14,6 +14,8 @@ mod errors;
 mod firstuse;
 mod matmul;
 mod mlp;
+mod panics;
+mod silent;
 mod smallop;
 mod storage;
 
@@ -22,7 +24,7 @@ use device::Dev;
 
 pub static PROGRAM: Program = Program::new(
     "design-bench",
-    "usage: design-bench <matmul|mlp|phases|chains|smallop|errors|views|deadlock|varset|firstuse> <cpu|cuda|metal> [args...]",
+    "usage: design-bench <matmul|mlp|phases|chains|smallop|errors|views|deadlock|varset|silent|errcost|panics|firstuse> <cpu|cuda|metal> [args...]",
 );
 
 fn main() {
@@ -47,6 +49,9 @@ fn main() {
         "views" => storage::run_views(&dev, num(0, 1_000_000)),
         "deadlock" => storage::run_deadlock(&dev),
         "varset" => storage::run_varset(&dev),
+        "silent" => silent::run(&dev),
+        "errcost" => panics::run_errcost(&dev, num(0, 100_000)),
+        "panics" => panics::run_panics(&dev),
         "firstuse-process" => {
             firstuse::run_process(&dev, args.rest().first().map_or("1", |s| s.as_str()))
         }
