@@ -52,11 +52,14 @@ fn fmt_secs(s: f64) -> String {
     fmt_duration(Duration::from_secs_f64(s))
 }
 
+/// One reported panic: its name and the call that is said to panic.
+type Case = (&'static str, Box<dyn Fn() -> Result<String>>);
+
 pub fn run_panics(dev: &Dev) -> Result<()> {
     let d = dev.device.clone();
     // a panic's message is recorded below; the default hook would print it a second time
     std::panic::set_hook(Box::new(|_| {}));
-    let cases: [(&str, Box<dyn Fn() -> Result<String>>); 4] = [
+    let cases: [Case; 4] = [
         (
             "int_unary",
             Box::new({
@@ -115,7 +118,7 @@ pub fn run_panics(dev: &Dev) -> Result<()> {
     ];
     let tags = dev.tags();
     for (case, f) in cases {
-        let outcome = match catch_unwind(AssertUnwindSafe(|| f())) {
+        let outcome = match catch_unwind(AssertUnwindSafe(f)) {
             Ok(Ok(v)) => format!("Ok: {v}"),
             Ok(Err(e)) => format!("Err: {}", e.to_string().lines().next().unwrap_or("")),
             Err(payload) => {

@@ -26,9 +26,11 @@ fn verdict(item: &'static str, silent: bool, detail: String) -> Verdict {
     }
 }
 
+type Check = fn(&Device) -> Result<Verdict>;
+
 pub fn run(dev: &Dev) -> Result<()> {
     let d = &dev.device;
-    let checks: [(&'static str, fn(&Device) -> Result<Verdict>); 6] = [
+    let checks: [(&'static str, Check); 6] = [
         ("copy_shares", copy_shares),
         ("seed", seed),
         ("fused_no_grad", fused_no_grad),
