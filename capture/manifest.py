@@ -25,8 +25,9 @@ SOURCE_HASH_MODES = ("code", "lines", "exact")
 OPERATING_SYSTEMS = ("macos", "linux")
 PLACEHOLDERS = ("device",)  # what `{...}` in args may name
 KEYS = ("id", "framework", "script", "crate", "bin", "args", "roles", "timeout", "expect", "mask", "title", "env",
-        "platforms", "source_hash", "max_output", "processes", "caches")
+        "platforms", "source_hash", "max_output", "processes", "caches", "needs")
 CACHE_RULES = ("cold", "warm")
+NEEDS = ("cargo",)  # what a machine must have for the experiment to run there (else it is skipped)
 DEFAULT_KEYS = ("timeout", "expect", "max_output")
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -87,6 +88,8 @@ class Experiment:
     # the on-disk caches of drivers and frameworks (capture/caches.py): "" as the machine has them,
     # "cold" a new empty folder for every process, "warm" one folder filled by an unrecorded run first
     caches: str = ""
+    # tools the run needs beyond its language: "cargo" = the pinned crates' source in cargo's registry
+    needs: tuple[str, ...] = ()
 
     @property
     def lang(self) -> str:
@@ -260,6 +263,14 @@ def _platforms(v) -> tuple[str, ...]:
     return plats
 
 
+def _needs(v) -> tuple[str, ...]:
+    needs = _string_list(v, "needs")
+    for n in needs:
+        if n not in NEEDS:
+            raise ValueError(f"needs: unknown {n!r}{_did_you_mean(n, NEEDS)}; known: {', '.join(NEEDS)}")
+    return needs
+
+
 def _roles(v) -> tuple[str, ...]:
     roles = _string_list(v, "roles")
     if not roles or any(r not in ROLES for r in roles) or len(set(roles)) != len(roles):
@@ -414,13 +425,14 @@ def _parse_one(raw: dict, defaults: dict, line: int, problems: list[str]) -> Exp
     source_hash = get("source_hash", lambda v: _choice(v, SOURCE_HASH_MODES, "source_hash"), "code")
     processes = get("processes", _processes, 1)
     caches = get("caches", lambda v: _choice(v, CACHE_RULES, "caches"), "")
+    needs = get("needs", _needs, ())
     if problems:
         return None
     return Experiment(
         id=exp_id, framework=framework, roles=roles, args=args, expect=expect, timeout=timeout,
         script=script, crate=crate, bin=bin_, mask=mask, title=title, line=line, env=env,
         platforms=platforms, source_hash=source_hash, max_output=max_output, processes=processes,
-        caches=caches,
+        caches=caches, needs=needs,
     )
 
 

@@ -89,6 +89,8 @@ def plan(layout: Layout, manifest: Manifest, platform: Platform, store: Store, o
             res = resolve(platform, exp.framework, role, prebuilt_gpu)
             if exp.platforms and platform.os not in exp.platforms:
                 res = type(res)(None, f"runs only on {', '.join(exp.platforms)}")
+            elif "cargo" in exp.needs and shutil.which("cargo") is None:
+                res = type(res)(None, "needs cargo (it reads the pinned crates' source from cargo's registry); none on PATH here")
             job = Job(exp, role, res.device, skip_reason=res.reason)
             if res.device:
                 job.old = store.read(platform.key, job.key)

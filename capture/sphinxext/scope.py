@@ -9,14 +9,20 @@ apple, linux, macos, or platform keys); a platform fits when any of its devices 
 is rendered once per fitting platform (tabs, the book's platform order, synchronised with the
 page's other platform tabs), and every {num}, {meta} and claim inside reads that platform only.
 With no fitting platform nothing is shown: a paragraph about the Mac appears with the Mac's data.
+
+    :captured: candle-source@cpu     (optional) only the platforms holding these fragments: for prose
+                                     about something not every machine measures (a skipped experiment)
 """
 
 from __future__ import annotations
 
 from docutils import nodes
+from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
 
 from capture.claims import WhereError, check_known, parse_where, platform_matches
+from capture.keys import FragmentKey, KeyError_
+from capture.manifest import ManifestError
 from capture.sphinxext.common import book, platform_tabs, scoped, warn
 
 
@@ -24,17 +30,21 @@ class PerPlatformDirective(SphinxDirective):
     required_arguments = 1
     final_argument_whitespace = True
     has_content = True
-    option_spec = {}
+    option_spec = {"captured": directives.unchanged_required}
 
     def run(self):
         b = book(self.env)
         try:
             tokens = parse_where(self.arguments[0])
             check_known(tokens, b)
-        except WhereError as e:
+            needed = [FragmentKey.parse(k.strip()) for k in self.options.get("captured", "").split(",") if k.strip()]
+            for key in needed:
+                b.experiment(key)
+        except (WhereError, KeyError_, ManifestError) as e:
             warn(f"per-platform: {e}", self.get_location(), "scope")
             return []
-        plats = [p for p in b.platforms() if platform_matches(tokens, b.identity(p))]
+        plats = [p for p in b.platforms() if platform_matches(tokens, b.identity(p))
+                 and all(b.fragment(p, k) is not None for k in needed)]
         items = []
         for plat in plats:
             box = nodes.container(classes=["book-per-platform"])

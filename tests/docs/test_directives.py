@@ -284,3 +284,20 @@ def test_verdict_matrix_shows_recorded_words_through_its_labels(site, tmp_path):
     (site.root / "docs/index.md").write_text(page_text.replace("silent = 复现（不报错）; ", ""))
     code, err, _ = build(site.root, tmp_path / "again")
     assert code != 0 and "gives 'silent'" in err and "labels: correct" in err and "index.md" in err
+
+
+def test_per_platform_captured_keeps_only_the_platforms_holding_the_fragment(site, tmp_path):
+    (site.root / "docs/index.md").write_text(
+        "# 页\n\n::::{per-platform} all\n:captured: measure@cpu\n有数据 {num}`median(measure@cpu:t.returned)`。\n::::\n\n"
+        "::::{per-platform} all\n:captured: hello@gpu\n没有数据的机器不显示这一段。\n::::\n")
+    code, err, out = build(site.root, tmp_path)
+    text = text_of((out / "index.html").read_text())
+    assert code == 0, err
+    assert "有数据 4 µs" in text.replace("\xa0", " ")
+    assert "没有数据的机器不显示这一段" not in text
+
+
+def test_per_platform_captured_names_an_unknown_experiment(site, tmp_path):
+    (site.root / "docs/index.md").write_text("# 页\n\n::::{per-platform} all\n:captured: nosuch@cpu\n文字。\n::::\n")
+    code, err, _ = build(site.root, tmp_path)
+    assert code != 0 and "index.md:3" in err and "per-platform" in err and "nosuch" in err, err

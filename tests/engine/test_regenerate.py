@@ -425,3 +425,27 @@ def test_cache_rule_is_the_same_for_every_process(tmp_path, rule, seen):
     assert frag.text == f"[process 1/2]\n{seen} - True\n[process 2/2]\n{seen} - True\n"
     assert frag.meta["caches"] == rule and frag.meta["inputs"]["caches"] == rule
     assert not list((layout.root / ".capture").rglob("*.caches"))  # nothing left behind
+
+
+@pytest.mark.parametrize("cargo_on_path, status", [(True, "ok"), (False, "skipped")])
+def test_an_experiment_that_needs_cargo_is_skipped_where_there_is_none(tmp_path, monkeypatch, cargo_on_path, status):
+    from tests.engine.book import write
+
+    layout = make_book(tmp_path / "nbook", manifest='''
+[[experiment]]
+id = "reader"
+script = "snippets/reader.py"
+needs = ["cargo"]
+''')
+    write(layout.root / "snippets/reader.py", 'print("read the crate source")\n')
+    import capture.regenerate as regen
+
+    real = regen.shutil.which
+    monkeypatch.setattr(regen.shutil, "which", lambda name, *a, **k: (real(name, *a, **k) if cargo_on_path else None) if name == "cargo" else real(name, *a, **k))
+    if cargo_on_path and real("cargo") is None:
+        pytest.skip("no cargo on this machine")
+    outcomes, _ = run(layout)
+    assert outcomes["reader@cpu"].status == status, outcomes["reader@cpu"].message
+    if status == "skipped":
+        assert "needs cargo" in outcomes["reader@cpu"].message
+        assert Store(layout.fragments).read("linux-x86_64-cpu", "reader@cpu") is None
