@@ -26,7 +26,9 @@ from capture import sourcehash
 from capture.manifest import Experiment
 from capture.paths import Layout, PathError
 
-HASH_VERSION = 2  # bump when the hashing scheme itself changes (then run `python -m capture restamp`)
+# bump when the hashing scheme itself changes (then run `python -m capture restamp`); 3: Python
+# f-strings hash the same on 3.11 and 3.12+ (capture/sourcehash.py)
+HASH_VERSION = 3
 CRATE_PARTS = ("src", "build.rs", "kernels")
 # Names that never belong to a source tree, for checkouts without git (e.g. a copied tree).
 LITTER = (".DS_Store", "Thumbs.db", "desktop.ini")
@@ -185,7 +187,7 @@ def inputs(exp: Experiment, role: str, layout: Layout, scheme: int = HASH_VERSIO
     if scheme == 1:
         files = {layout.rel(f): file_digest(f) for f in source_files(exp, layout, 1)}
     else:
-        files = {layout.rel(f): sourcehash.digest(f, exp.source_hash) for f in source_files(exp, layout)}
+        files = {layout.rel(f): sourcehash.digest(f, exp.source_hash, scheme) for f in source_files(exp, layout, scheme)}
     rec = {
         "hash_version": scheme,
         "files": files,

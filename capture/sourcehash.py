@@ -22,7 +22,7 @@ from pathlib import Path
 MODES = ("code", "lines", "exact")
 
 
-_DIGESTS: dict[tuple[Path, str], tuple[tuple[int, int, int], str]] = {}  # (path, mode) -> (stat stamp, digest)
+_DIGESTS: dict[tuple[Path, str, int], tuple[tuple[int, int, int], str]] = {}  # (path, mode, scheme) -> (stamp, digest)
 
 
 def stamp(path: Path) -> tuple[int, int, int]:
@@ -31,19 +31,20 @@ def stamp(path: Path) -> tuple[int, int, int]:
     return st.st_size, st.st_mtime_ns, st.st_ino
 
 
-def digest(path: Path, mode: str = "code") -> str:
+def digest(path: Path, mode: str = "code", scheme: int = 3) -> str:
+    """sha256 of the normalised text. scheme 2 differs only for Python f-strings (see python_tokens)."""
     # A docs build asks for the same files (Cargo.lock, shared helpers) dozens of times: parse each once.
-    key, now = (path, mode), stamp(path)
+    key, now = (path, mode, scheme), stamp(path)
     hit = _DIGESTS.get(key)
     if hit and hit[0] == now:
         return hit[1]
     data = path.read_bytes().replace(b"\r\n", b"\n")
-    value = hashlib.sha256(normalised(path.name, data, mode).encode("utf-8", "surrogateescape")).hexdigest()
+    value = hashlib.sha256(normalised(path.name, data, mode, scheme).encode("utf-8", "surrogateescape")).hexdigest()
     _DIGESTS[key] = (now, value)
     return value
 
 
-def normalised(name: str, data: bytes, mode: str = "code") -> str:
+def normalised(name: str, data: bytes, mode: str = "code", scheme: int = 3) -> str:
     if mode not in MODES:
         raise ValueError(f"unknown source hash mode {mode!r} (one of {MODES})")
     text = data.decode("utf-8", "surrogateescape")
@@ -51,7 +52,7 @@ def normalised(name: str, data: bytes, mode: str = "code") -> str:
         return text
     try:
         if name.endswith(".py"):
-            return python_tokens(text, mode == "lines")
+            return python_tokens(text, mode == "lines", fold_strings=scheme >= 3)
         if name.endswith(".rs"):
             return rust_tokens(text, mode == "lines")
         if name.endswith(".toml") or name == "Cargo.lock":
@@ -63,11 +64,41 @@ def normalised(name: str, data: bytes, mode: str = "code") -> str:
 
 # -- Python -------------------------------------------------------------------------------------
 _SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.ENCODING, tokenize.ENDMARKER}
+# Python 3.12 tokenizes an f-string into parts (3.14 a t-string too); 3.11 gives one STRING token.
+# Folding the parts back into one STRING makes the hash the same on every Python (scheme 3).
+_STRING_START = {getattr(tokenize, n) for n in ("FSTRING_START", "TSTRING_START") if hasattr(tokenize, n)}
+_STRING_END = {getattr(tokenize, n) for n in ("FSTRING_END", "TSTRING_END") if hasattr(tokenize, n)}
 
 
-def python_tokens(text: str, keep_lines: bool) -> str:
+def _folded(tokens, text: str):
+    """The tokens with each f-/t-string (start .. end, nested ones included) as one STRING token."""
+    starts = [0]
+    for line in text.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+    offset = lambda pos: starts[pos[0] - 1] + pos[1]  # noqa: E731  (row is 1-based, col in characters)
+    depth, first = 0, None
+    for tok in tokens:
+        if tok.type in _STRING_START:
+            depth, first = depth + 1, first if depth else tok
+            continue
+        if depth:
+            if tok.type in _STRING_END:
+                depth -= 1
+                if not depth:
+                    span = text[offset(first.start):offset(tok.end)]
+                    yield tokenize.TokenInfo(tokenize.STRING, span, first.start, tok.end, first.line)
+            continue
+        yield tok
+
+
+def python_tokens(text: str, keep_lines: bool, fold_strings: bool = True) -> str:
+    """The token stream without comments and spacing. fold_strings=False is scheme 2: the running
+    interpreter's own tokens, which differ between 3.11 and 3.12 for f-strings (kept for restamp)."""
+    tokens = tokenize.generate_tokens(io.StringIO(text).readline)
+    if fold_strings:
+        tokens = _folded(tokens, text)
     out = []
-    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+    for tok in tokens:
         if tok.type in _SKIP:
             continue
         # INDENT carries the indentation text; only its presence matters
