@@ -107,6 +107,6 @@ def mutate(session):
 
     Then `mutmut results` lists the surviving mutants and `mutmut show NAME` shows one.
     """
-    install(session, "test", "mutate")
+    install(session, [], ["test", "mutate"])
     session.run("mutmut", "run", *session.posargs)
     session.run("mutmut", "results")
