@@ -37,12 +37,18 @@ def metal_features(layout: Layout) -> list[str]:
     return out
 
 
+# Lints allowed for now, each with its reason. items_after_test_module: bookrec/src/lib.rs has
+# report_own_size after its test module; moving it changes the tokens of a file every Rust fragment
+# hashes, i.e. a full re-capture of every platform. Move it with the next real change to bookrec.
+ALLOWED = ["-A", "clippy::items_after_test_module"]
+
+
 def commands(layout: Layout) -> list[list[str]]:
     metal = ",".join(metal_features(layout))
     return [
         ["cargo", "fmt", "--all", "--check"],
         ["cargo", "clippy", "--release", "--workspace", "--all-targets", "--locked",
-         *(["--features", metal] if metal else []), "--", "-D", "warnings"],
+         *(["--features", metal] if metal else []), "--", "-D", "warnings", *ALLOWED],
         ["cargo", "test", "--release", "--workspace", "--all-targets", "--locked"],
     ]
 
