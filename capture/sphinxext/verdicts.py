@@ -45,7 +45,8 @@ class VerdictMatrixDirective(SphinxDirective):
         header = ["问题", *[b.label(p, r) for p, r in columns]]
         body = []
         for label, template in rows:
-            cells = [nodes.Text(label)]
+            text, _ = self.state.inline_text(label, self.lineno)  # `code` in a question renders as code
+            cells = [nodes.inline("", "", *text)]
             for plat, role in columns:
                 cells.append(self._cell(b, template.replace("{role}", role), plat, where))
             body.append(cells)

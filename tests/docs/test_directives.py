@@ -270,7 +270,7 @@ def test_another_machines_stale_fragment_is_shown_with_a_note(site, tmp_path):
 def test_verdict_matrix_shows_recorded_words_through_its_labels(site, tmp_path):
     page_text = PAGE + '''
 :::{verdict-matrix} 复现了吗
-:rows: 副本共享 = first(measure@{role}:verdict)
+:rows: `copy()` 的副本共享 = first(measure@{role}:verdict)
 :roles: cpu
 :labels: silent = 复现（不报错）; correct = 未复现
 :::
@@ -279,7 +279,10 @@ def test_verdict_matrix_shows_recorded_words_through_its_labels(site, tmp_path):
     code, err, out = build(site.root, tmp_path)
     assert code == 0, err
     matrix = page(out).find_all("table", "book-verdict-matrix")[1]
-    assert [td.text().strip() for td in matrix.find_all("td")][1].startswith("复现（不报错）")
+    cells = matrix.find_all("td")
+    assert [td.text().strip() for td in cells][1].startswith("复现（不报错）")
+    # the question is inline markup: `copy()` is code, not backticks
+    assert cells[0].find_all("code") and "`" not in cells[0].text()
     # a word the labels do not name is a build warning that names the page and the word
     (site.root / "docs/index.md").write_text(page_text.replace("silent = 复现（不报错）; ", ""))
     code, err, _ = build(site.root, tmp_path / "again")
