@@ -20,6 +20,8 @@ import tomllib
 from pathlib import Path
 
 MODES = ("code", "lines", "exact")
+# The newest normalisation: 3 folds Python f-strings into one token (see python_tokens); 2 did not.
+SCHEME = 3
 
 
 _DIGESTS: dict[tuple[Path, str, int], tuple[tuple[int, int, int], str]] = {}  # (path, mode, scheme) -> (stamp, digest)
@@ -31,7 +33,7 @@ def stamp(path: Path) -> tuple[int, int, int]:
     return st.st_size, st.st_mtime_ns, st.st_ino
 
 
-def digest(path: Path, mode: str = "code", scheme: int = 3) -> str:
+def digest(path: Path, mode: str = "code", scheme: int = SCHEME) -> str:
     """sha256 of the normalised text. scheme 2 differs only for Python f-strings (see python_tokens)."""
     # A docs build asks for the same files (Cargo.lock, shared helpers) dozens of times: parse each once.
     key, now = (path, mode, scheme), stamp(path)
@@ -44,7 +46,7 @@ def digest(path: Path, mode: str = "code", scheme: int = 3) -> str:
     return value
 
 
-def normalised(name: str, data: bytes, mode: str = "code", scheme: int = 3) -> str:
+def normalised(name: str, data: bytes, mode: str = "code", scheme: int = SCHEME) -> str:
     if mode not in MODES:
         raise ValueError(f"unknown source hash mode {mode!r} (one of {MODES})")
     text = data.decode("utf-8", "surrogateescape")

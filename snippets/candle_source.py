@@ -39,12 +39,9 @@ def registry_source(crate: str, version: str) -> Path | None:
     return hits[0] if hits else None
 
 
-def fn_body(text: str, signature: str, after: int = 0) -> tuple[int, str]:
-    """(line, body) of the first function whose signature matches the regex, from offset `after`."""
-    m = re.compile(signature, re.M).search(text, after)
-    if not m:
-        raise LookupError(signature)
-    open_at = text.index("{", m.end())
+def fn_body(text: str, start: int) -> tuple[int, str]:
+    """(line, body) of the function whose signature starts at offset `start`, by brace matching."""
+    open_at = text.index("{", start)
     depth, i = 0, open_at
     while True:
         c = text[i]
@@ -52,7 +49,7 @@ def fn_body(text: str, signature: str, after: int = 0) -> tuple[int, str]:
         depth -= c == "}"
         i += 1
         if depth == 0:
-            return text.count("\n", 0, m.start()) + 1, text[open_at:i]
+            return text.count("\n", 0, start) + 1, text[open_at:i]
 
 
 # ANCHOR: hops
@@ -76,7 +73,7 @@ def trace_matmul(src: Path) -> int:
             if not m:
                 raise SystemExit(f"hop {i}: no {signature!r} in {file} (after offset {at})")
             at = m.start()
-        line, body = fn_body(text, signatures[-1], at)
+        line, body = fn_body(text, at)
         if call not in body:
             raise SystemExit(f"hop {i}: {file}:{line} does not call {call!r}")
         print(f"  {i}. {file}:{line}  ->  {call}")

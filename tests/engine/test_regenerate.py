@@ -441,9 +441,10 @@ needs = ["cargo"]
     import capture.regenerate as regen
 
     real = regen.shutil.which
-    monkeypatch.setattr(regen.shutil, "which", lambda name, *a, **k: (real(name, *a, **k) if cargo_on_path else None) if name == "cargo" else real(name, *a, **k))
     if cargo_on_path and real("cargo") is None:
         pytest.skip("no cargo on this machine")
+    if not cargo_on_path:
+        monkeypatch.setattr(regen.shutil, "which", lambda name, *a, **k: None if name == "cargo" else real(name, *a, **k))
     outcomes, _ = run(layout)
     assert outcomes["reader@cpu"].status == status, outcomes["reader@cpu"].message
     if status == "skipped":
