@@ -50,10 +50,12 @@ def build_prebuilt(layout: Layout, gpu: str, out: Path, echo=print, candle_cuda:
         device = burn_nvidia_backend() if fw == "burn" else gpu
         feats.append(f"{crate}/{device}")
         gpu_devices[fw] = device
-    # The shared target dir: cargo keys artifacts by features, so everything the GPU features do not
-    # touch (candle, gemm, the build scripts...) is reused from the CPU build. The binaries in
-    # target/release are now the GPU ones: copy them out at once; the next CPU build links its own
-    # (fresh) ones back into place.
+    # The shared target dir: cargo keys artifacts by features, so the CPU build's artifacts stay and
+    # whatever the GPU features leave unchanged is reused. That is less than one would hope: through
+    # feature unification the GPU crates change the features of low-level crates (proc-macro2, serde,
+    # syn...), which rebuilds most of their dependents, candle included (docs/dev/platforms.md, "first
+    # bundle"). The binaries in target/release are now the GPU ones: copy them out at once; the next
+    # CPU build links its own (fresh) ones back into place.
     bins = buildmod.cargo_build(layout, feats, layout.scratch / f"cargo-build-{gpu}.log", echo=echo)
     out.mkdir(parents=True, exist_ok=True)
     names = sorted({e.binary for e in manifest.experiments if e.crate})

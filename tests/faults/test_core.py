@@ -609,6 +609,17 @@ def test_compare_when_the_fresh_run_left_nothing(tmp_path):
     assert len(problems) == 2
 
 
+def test_compare_goes_on_after_a_job_with_no_committed_fragment(tmp_path):
+    m = mf.load(write_manifest(tmp_path, '[[experiment]]\nid = "a"\nscript = "snippets/a.py"\n[[experiment]]\nid = "b"\nscript = "snippets/a.py"\n'))
+    old, new = Store(tmp_path / "old"), Store(tmp_path / "new")
+    for k in ("a@cpu", "b@cpu"):
+        new.write(PLAT, k, "x\n", {"inputs_hash": "h"})
+    old.write(PLAT, "b@cpu", "y\n", {"inputs_hash": "h"})  # a is new; b's output changed
+    problems = compare(m, old, new, PLAT, [Outcome("a@cpu", "ok"), Outcome("b@cpu", "ok")])
+    assert [p.split(":")[0] for p in problems] == ["a@cpu", "b@cpu"]
+    assert "no committed fragment" in problems[0] and "output no longer matches" in problems[1]
+
+
 def test_manifest_defaults_of_every_optional_key(tmp_path):
     a = mf.load(write_manifest(tmp_path, '[[experiment]]\nid = "a"\nscript = "snippets/a.py"\n')).experiments[0]
     assert (a.title, a.platforms, a.source_hash, a.bin, a.crate, a.script, a.framework) == ("", (), "code", None, None, "snippets/a.py", "none")
