@@ -89,16 +89,18 @@ def pack(src: Path, dest: Path, budget: int = ARCHIVE_BUDGET, echo=print) -> tup
     names = sorted(p.name for p in src.iterdir())
     level = FAST_LEVEL
     _xz(src, names, tmp, level)
-    if tmp.stat().st_size > budget:
-        echo(f"note: xz -{level} gave {tmp.stat().st_size / 2**20:.1f} MiB, over the {budget / 2**20:.0f} MiB budget; "
+    size = tmp.stat().st_size
+    if size > budget:
+        echo(f"note: xz -{level} gave {size / 2**20:.1f} MiB, over the {budget / 2**20:.0f} MiB budget; "
              f"packing again with xz -{SMALL_LEVEL}")
         level = SMALL_LEVEL
         _xz(src, names, tmp, level)
-    if tmp.stat().st_size > budget:
-        echo(f"warning: {dest.name} is {tmp.stat().st_size / 2**20:.1f} MiB even with xz -{level}; "
-             f"check the GPU machine's carry limit")
+        size = tmp.stat().st_size
+        if size > budget:
+            echo(f"warning: {dest.name} is {size / 2**20:.1f} MiB even with xz -{level}; "
+                 f"check the GPU machine's carry limit")
     tmp.replace(dest)
-    return dest.stat().st_size, level
+    return size, level
 
 
 def download_debs(names: list[str], dest: Path, echo=print) -> list[Path]:
