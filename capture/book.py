@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+from capture import alike
+from capture import fingerprint as fpmod
 from capture import identity as identitymod
 from capture import inputs as inputsmod
 from capture import manifest as manifestmod
@@ -39,7 +41,7 @@ USABLE = ("fresh", "stale")
 class FragmentState:
     platform: str
     key: FragmentKey
-    state: str  # fresh | stale | missing | not-applicable | torn | corrupt
+    state: str  # fresh | stale | missing | not-applicable | torn | corrupt | foreign (captured on another machine)
     fragment: Fragment | None = None
     detail: str = ""  # English, for build logs and status
     changed: tuple[str, ...] = ()  # for stale: the inputs that differ since the capture
@@ -65,6 +67,7 @@ class Answer:
     error: str = ""  # the expression or a record it names is wrong (fix the page or the data)
     severity: str = OK
     no_record: bool = False  # the error is a record the fragment does not have (not measured there)
+    unlike: tuple[str, ...] = ()  # what the expression compares unlike (capture/alike.py): a page warning
 
     @property
     def ok(self) -> bool:
@@ -95,7 +98,16 @@ class Book:
         self._frags: dict[tuple[str, FragmentKey], Fragment | None] = {}
         self._local = local
         self._ids: dict[str, identitymod.Identity] = {}
+        self.broken: dict[str, str] = {}  # platform -> why its platform.json cannot be read
         self._states: dict[tuple[str, FragmentKey], FragmentState] = {}
+        # This host is the local platform's machine only if their fingerprints agree: a CI runner or
+        # a new box that detects the same key is another machine, and the committed fragments are not its own.
+        self.other_host = ""
+        if local is not None and local.fingerprint is not None and local.key in self.store.platforms():
+            stored = self.identity(local.key)
+            if local.key not in self.broken and not fpmod.same(stored.host, local.host):
+                self.other_host = "; ".join(fpmod.differences(stored.host, local.host))
+                self.local = None
 
     @cached_property
     def manifest(self) -> manifestmod.Manifest:
@@ -117,7 +129,12 @@ class Book:
     def identity(self, platform: str) -> identitymod.Identity:
         """The platform's stored identity; this machine's own until it has one; else rebuilt from metadata."""
         if platform not in self._ids:
-            ident = identitymod.read(self.layout.fragments, platform) if platform in self.store.platforms() else None
+            ident = None
+            if platform in self.store.platforms():
+                try:
+                    ident = identitymod.read(self.layout.fragments, platform)
+                except identitymod.IdentityError as e:  # shown as broken; the rest of the book goes on
+                    self.broken[platform] = str(e)
             if ident is None and platform == self.local:
                 ident = self._local
             if ident is None:
@@ -187,6 +204,13 @@ class Book:
         if frag.torn:
             return FragmentState(platform, key, "torn", frag, "text and metadata disagree (interrupted write)",
                                  fix=fix, local=local, severity=WARN if local else NOTE)
+        host = fpmod.of_fragment(frag.meta)
+        if host is not None and not fpmod.same(host, ident.host):
+            adopt = f"{fix}, or make one host the platform's machine with `nox -s regenerate -- --adopt` there"
+            return FragmentState(platform, key, "foreign", frag,
+                                 f"captured on another machine ({fpmod.describe(host)}), not on {platform}'s "
+                                 f"({fpmod.describe(ident.host)})", fix=adopt, local=local,
+                                 severity=WARN if local else NOTE)
         try:
             want, rec = self.current(key)
         except (OSError, ValueError) as e:  # a source the manifest names is missing or outside the repository
@@ -216,20 +240,48 @@ class Book:
                              fix=f"nox -s regenerate -- --only {key.exp} --device {key.role}",
                              local=True, severity=WARN if could else NOTE)
 
+    def awaiting(self, key: FragmentKey) -> str:
+        """Which kind of machine a fragment no platform holds is waiting for: an OS the manifest
+        restricts it to ("macos"), "gpu" for a GPU role, else "any"."""
+        exp = self.experiment(key)
+        if exp.platforms:
+            return exp.platforms[0]
+        return "gpu" if key.role == "gpu" else "any"
+
     # -- records ----------------------------------------------------------------------------
-    def evaluator(self, platform: str) -> Evaluator:
-        def lookup(ref):
+    def evaluator(self, platform: str, seen: dict | None = None) -> Evaluator:
+        """An evaluator over one platform's records; `seen` collects ref -> the records it selected."""
+        def fragment(ref):
             frag = self.fragment(platform, FragmentKey(ref.exp, ref.role))
             if frag is None:
                 raise MissingData(ref.text, f"no fragment on {platform}")
+            return frag
+
+        def lookup(ref):
+            frag = fragment(ref)
             recs = [r for r in frag.records if matches(r, ref.name, dict(ref.tags))]
             if not recs:
                 names = sorted({r["name"] for r in frag.records})
                 more = " ..." if len(names) > 12 else ""
                 raise MissingData(ref.text, f"no such record on {platform} (records there: {', '.join(names[:12])}{more})")
+            if seen is not None:
+                seen[ref] = recs
             return recs
 
-        return Evaluator(lookup)
+        return Evaluator(lookup, lambda ref: fragment(ref).records)
+
+    def unlike(self, expr: str, platform: str, seen: dict, differs: tuple[str, ...] = ()) -> tuple[str, ...]:
+        """What an evaluated expression compares unlike (capture/alike.py), from the records it read."""
+        refs = parse_refs(expr)[1]
+        conds = {}
+        for ref, recs in seen.items():
+            key = FragmentKey(ref.exp, ref.role)
+            conds[ref] = alike.of_ref(ref, self.fragment(platform, key).meta, recs, self.experiment(key).env)
+        out: list[str] = []
+        for group in alike.groups(expr):
+            per_ref = [(refs[i], conds[refs[i]]) for i in group if refs[i] in conds]
+            out += [m for m in alike.mismatches(per_ref, differs) if m not in out]
+        return tuple(out)
 
     def refs(self, expr: str) -> list[FragmentKey]:
         """The fragments an expression reads (a page mistake raises QueryError / ManifestError)."""
@@ -243,7 +295,7 @@ class Book:
                 keys.append(key)
         return keys
 
-    def answer(self, expr: str, platform: str) -> Answer:
+    def answer(self, expr: str, platform: str, differs: tuple[str, ...] = ()) -> Answer:
         try:
             keys = self.refs(expr)
         except (QueryError, manifestmod.ManifestError, KeyError_) as e:
@@ -254,8 +306,9 @@ class Book:
         sev = _worst(*(s.severity for s in states))
         if not all(s.usable for s in states):
             return Answer(platform, expr, None, states, severity=sev)
+        seen: dict = {}
         try:
-            value = self.evaluator(platform).eval(expr)
+            value = self.evaluator(platform, seen).eval(expr)
         except MissingData as e:
             # the fragment is there but lacks the record: the page and the data disagree, unless the
             # fragment is stale (its program changed since) and this machine cannot re-run it
@@ -263,7 +316,8 @@ class Book:
             return Answer(platform, expr, None, states, str(e), NOTE if excusable else WARN, no_record=True)
         except QueryError as e:
             return Answer(platform, expr, None, states, str(e), WARN)
-        return Answer(platform, expr, value, states, severity=sev)
+        unlike = self.unlike(expr, platform, seen, differs)
+        return Answer(platform, expr, value, states, severity=WARN if unlike else sev, unlike=unlike)
 
     def platforms_with(self, expr: str) -> list[str]:
         """Platforms (book order) that hold every fragment the expression reads."""

@@ -66,15 +66,21 @@ def platform_matches(tokens: tuple[str, ...], ident: Identity) -> bool:
 class Verdict:
     platform: str
     expected: bool
-    holds: bool | None  # None: could not be evaluated there
+    holds: bool | None  # None: not evaluated there (see `evaluated`), or the data cannot tell
     answer: Answer
     devices: tuple[str, ...] = ()
-    why: str = ""  # English: the comparisons when false, the reason when not evaluated
+    why: str = ""  # English: the comparison that decided (capture/query.py), or why it was not evaluated
     severity: str = OK
+    evaluated: bool = True  # False: no usable data there (stale fragment without the record, a page mistake)
 
     @property
     def stale(self) -> bool:
         return bool(self.answer.stale)
+
+    @property
+    def undecided(self) -> bool:
+        """Evaluated, and the measurements cannot tell yes from no (capture/verdict.py)."""
+        return self.evaluated and self.holds is None
 
 
 def check_known(tokens: tuple[str, ...], book: Book) -> None:
@@ -86,7 +92,8 @@ def check_known(tokens: tuple[str, ...], book: Book) -> None:
                              f"or a captured platform ({', '.join(sorted(known)) or 'none yet'})")
 
 
-def judge(book: Book, expr: str, where: tuple[str, ...] = ("all",), within: tuple[str, ...] | None = None) -> list[Verdict]:
+def judge(book: Book, expr: str, where: tuple[str, ...] = ("all",), within: tuple[str, ...] | None = None,
+          differs: tuple[str, ...] = ()) -> list[Verdict]:
     """Evaluate a claim on each platform that holds its fragments (restricted to `within` platform filters)."""
     check_known(where, book)
     out = []
@@ -94,24 +101,24 @@ def judge(book: Book, expr: str, where: tuple[str, ...] = ("all",), within: tupl
         ident = book.identity(p)
         if within is not None and not platform_matches(within, ident):
             continue
-        ans = book.answer(expr, p)
+        ans = book.answer(expr, p, differs)
         devices = tuple(st.fragment.meta.get("device") or "" for st in ans.states if st.fragment is not None)
         expected = all(device_matches(where, ident, d) for d in devices) if devices else "all" in where
         if ans.error or not ans.ok:
             why = ans.error or (ans.blocking.detail if ans.blocking else "not evaluated")
-            out.append(Verdict(p, expected, None, ans, devices, why, ans.severity if expected else NOTE))
+            out.append(Verdict(p, expected, None, ans, devices, why, ans.severity if expected else NOTE, evaluated=False))
             continue
         val = getattr(ans.value, "v", ans.value)
-        if not isinstance(val, bool):
-            out.append(Verdict(p, expected, None, ans, devices, f"the expression gives {val!r}, not true/false", WARN))
+        why = getattr(ans.value, "why", "")
+        if val is None and why:  # the measurements cannot tell: reported, neither passed nor failed
+            out.append(Verdict(p, expected, None, ans, devices, why, NOTE))
             continue
-        why = ""
-        if not val:
-            try:
-                why = "; ".join(book.evaluator(p).explain(expr))
-            except (QueryError, SyntaxError):
-                why = "false with the captured data"
-        out.append(Verdict(p, expected, val, ans, devices, why, WARN if expected and not val else OK))
+        if not isinstance(val, bool):
+            out.append(Verdict(p, expected, None, ans, devices, f"the expression gives {val!r}, not true/false", WARN,
+                               evaluated=False))
+            continue
+        out.append(Verdict(p, expected, val, ans, devices, why or ("false with the captured data" if not val else ""),
+                           WARN if expected and not val else OK))
     return out
 
 
@@ -123,6 +130,7 @@ class ClaimSite:
     where: str | None
     platform: str | None  # :platform: of the claim itself
     within: tuple[str, ...] | None  # filters of the enclosing {per-platform} blocks
+    differs: str | None = None  # :differs: conditions compared unlike on purpose (capture/alike.py)
 
 
 _OPEN = re.compile(r"^\s*(:{3,}|`{3,})\{([a-z][a-z-]*)\}\s*(.*?)\s*$")
@@ -152,7 +160,7 @@ def find_claims(docs: Path) -> list[ClaimSite]:
                         opts[om.group(1)] = om.group(2)
                     blocks = [parse_where(a) for f, d, a in stack if d == "per-platform"]
                     within = tuple(t for b in blocks for t in b) if blocks else None
-                    out.append(ClaimSite(page, n, arg, opts.get("where"), opts.get("platform"), within))
+                    out.append(ClaimSite(page, n, arg, opts.get("where"), opts.get("platform"), within, opts.get("differs")))
                 continue
             c = _CLOSE.match(line)
             if c:
@@ -163,15 +171,19 @@ def find_claims(docs: Path) -> list[ClaimSite]:
     return out
 
 
-def failing_claims(book: Book) -> list[dict]:
-    """Claims that do not hold where they are expected to (for `status`), as plain dicts."""
+def failing_claims(book: Book, undecided: list | None = None) -> list[dict]:
+    """Claims that do not hold where they are expected to (for `status`), as plain dicts.
+
+    `undecided`, when given, collects the claims the data cannot decide where they are expected (reported, not failing).
+    """
     out = []
     for site in find_claims(book.layout.root / "docs"):
         where = f"{book.layout.rel(site.page)}:{site.line}"
         try:
             tokens = parse_where(site.where)
             within = (site.platform,) if site.platform else site.within
-            verdicts = judge(book, site.expr, tokens, within)
+            differs = tuple(w for w in (site.differs or "").replace(",", " ").split() if w)
+            verdicts = judge(book, site.expr, tokens, within, differs)
             pending = None if verdicts else book.pending(site.expr)
         except (WhereError, QueryError, ManifestError) as e:
             out.append({"platform": "-", "where": where, "text": site.expr, "why": str(e)})
@@ -179,6 +191,10 @@ def failing_claims(book: Book) -> list[dict]:
         if pending is not None and pending.severity == WARN:
             out.append({"platform": "-", "where": where, "text": site.expr, "why": "no captured platform has its data"})
         for v in verdicts:
-            if v.severity == WARN:
+            for u in v.answer.unlike:
+                out.append({"platform": v.platform, "where": where, "text": site.expr, "why": f"compares unlike things: {u}"})
+            if v.severity == WARN and not v.answer.unlike:
                 out.append({"platform": v.platform, "where": where, "text": site.expr, "why": v.why or "false"})
+            elif v.undecided and v.expected and undecided is not None:
+                undecided.append({"platform": v.platform, "where": where, "text": site.expr, "why": v.why})
     return out

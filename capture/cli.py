@@ -33,6 +33,8 @@ def _platform() -> Platform:
 
 
 def cmd_regenerate(args, layout: Layout) -> int:
+    from capture.hosts import HostMismatch
+    from capture.identity import IdentityError
     from capture.regenerate import Options, regenerate
     from capture.runner import Interrupted
 
@@ -45,13 +47,16 @@ def cmd_regenerate(args, layout: Layout) -> int:
     print(f"platform {platform.key}" + (f" ({platform.gpu_name})" if platform.gpu_name else ""), file=sys.stderr)
     opts = Options(
         only=args.only, roles=args.device, force=args.force, python=args.python or sys.executable,
-        prebuilt=Path(args.prebuilt) if args.prebuilt else None,
+        prebuilt=Path(args.prebuilt) if args.prebuilt else None, adopt=args.adopt,
     )
     try:
         outcomes = regenerate(layout, manifest, platform, store, opts)
     except StoreLocked as e:
         print(f"error: {e}", file=sys.stderr)
         return 3
+    except (HostMismatch, IdentityError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     except manifestmod.ManifestError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -74,26 +79,33 @@ def cmd_status(args, layout: Layout) -> int:
     from capture.claims import failing_claims
     from capture.identity import of_machine
     from capture.platform import machine_record
-    from capture.status import as_json, collect, problems, render
+    from capture.status import as_json, collect, host_note, problems, render
 
     manifest, store = _common(layout)
     here = _platform()
     book = Book(layout.root, _book_order(layout), of_machine(here, machine_record(here)))
     platforms = book.platforms() + ([here.key] if here.key not in book.platforms() else [])
+    note = host_note(book, here.key)
     try:
         entries = collect(book, platforms)
-        claims = failing_claims(book)
+        undecided: list[dict] = []
+        claims = failing_claims(book, undecided)
     except (OSError, ValueError) as e:  # e.g. a script the manifest names is missing (the message names the line)
         print(f"error: {e}", file=sys.stderr)
         return 2
     if args.json:
-        print(json.dumps({"this_platform": here.key, "entries": as_json(entries), "failing_claims": claims}, indent=1, ensure_ascii=False))
+        print(json.dumps({"this_platform": here.key, "this_host_is_that_machine": not note, "entries": as_json(entries),
+                          "failing_claims": claims, "undecided_claims": undecided, "broken_platforms": book.broken}, indent=1, ensure_ascii=False))
     else:
         print(render(entries, book))
+        if note:
+            print(note)
         for c in claims:
             print(f"claim fails on {c['platform']}: {c['where']}: {c['text']}  ({c['why']})")
+        for c in undecided:
+            print(f"claim cannot be decided on {c['platform']} (not a failure): {c['where']}: {c['why']}")
     if args.check:
-        bad = problems(entries, claims)
+        bad = problems(entries, claims, book)
         for p in bad:
             print(f"check: {p}", file=sys.stderr)
         return 1 if bad else 0
@@ -179,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--python", help="interpreter for Python snippets (default: this one)")
     r.add_argument("--prebuilt", metavar="DIR", help="run Rust binaries built elsewhere (DIR has build-info.json)")
     r.add_argument("--no-review", action="store_true", help="skip the what-changed report")
+    r.add_argument("--adopt", action="store_true",
+                   help="make this host the platform's machine: capture every fragment here, then replace the platform")
     r.set_defaults(fn=cmd_regenerate)
 
     s = sub.add_parser("status", help="fresh / stale / missing / failed per platform, experiment and role")

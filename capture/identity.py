@@ -12,11 +12,12 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from capture import fingerprint as fpmod
 from capture.keys import check_platform_key
 from capture.platform import display_name
 
 FILE = "platform.json"
-SCHEMA = 1
+SCHEMA = 2  # 2: the machine's fingerprint is stored (capture/fingerprint.py)
 # Device names grouped into the families that claims are scoped by.
 FAMILIES = {"cpu": "cpu", "flex": "cpu", "cuda": "cuda", "vulkan": "vulkan", "metal": "metal", "mps": "mps", "wgpu": "wgpu"}
 
@@ -44,7 +45,18 @@ class Identity:
     # (binaries built elsewhere and carried over, `python -m capture bundle` + `bash .device/run.sh`)
     route: str = "regenerate"
     bundle: dict = field(default_factory=dict)  # for route "bundle": {"env": {...}, "args": [...]}
+    # the machine this platform is (capture/fingerprint.py); None in files written before schema 2,
+    # whose fingerprint is then read from the fields above
+    fingerprint: dict | None = None
     schema: int = SCHEMA
+
+    @property
+    def host(self) -> dict:
+        """The fingerprint of this platform's machine."""
+        if self.fingerprint is not None:
+            return fpmod.normal(self.fingerprint)
+        return fpmod.of_machine({"arch": self.arch, "cpu": self.cpu, "cores": self.cores, "memory_gib": self.memory_gib,
+                                 "gpu": self.gpu, "os_pretty": self.os_pretty})
 
     @property
     def has_gpu(self) -> bool:
@@ -82,14 +94,26 @@ def path(store_root: Path, key: str) -> Path:
     return store_root / check_platform_key(key) / FILE
 
 
+class IdentityError(ValueError):
+    """A platform.json that cannot be used; the message names the file and what to do."""
+
+
 def read(store_root: Path, key: str) -> Identity | None:
     p = path(store_root, key)
-    if not p.is_file():
+    if not (p.is_file() or p.is_symlink()):
         return None
     try:
-        return Identity.from_dict(json.loads(p.read_text(encoding="utf-8")))
-    except (ValueError, TypeError) as e:
-        raise ValueError(f"{p}: not a valid platform identity ({e}); regenerate on that machine rewrites it") from None
+        data = json.loads(p.read_bytes().decode("utf-8"))
+        if not isinstance(data, dict):
+            raise TypeError(f"a JSON {type(data).__name__}, not an object")
+        ident = Identity.from_dict(data)
+        if not isinstance(ident.roles, dict) or not isinstance(ident.key, str):
+            raise TypeError("'roles' must be an object and 'key' a string")
+        return ident
+    except (OSError, ValueError, TypeError, RecursionError) as e:
+        raise IdentityError(f"{p}: not a valid platform identity ({type(e).__name__}: {e}); "
+                            f"`git checkout -- {p.name}` in that folder restores the committed one, or "
+                            "regenerate on that machine rewrites it") from None
 
 
 def write(store_root: Path, ident: Identity) -> bool:
@@ -106,7 +130,7 @@ def write(store_root: Path, ident: Identity) -> bool:
 
 def from_metadata(key: str, metas: list[dict]) -> Identity:
     """An identity rebuilt from the metadata that every fragment of the platform carries."""
-    machine = next((m["machine"] for m in metas if m.get("machine")), {})
+    machine = next((m["machine"] for m in metas if isinstance(m.get("machine"), dict)), {})
     roles: dict[str, dict[str, str]] = {}
     route = "regenerate"
     feats: set[str] = set()
@@ -136,6 +160,7 @@ def from_metadata(key: str, metas: list[dict]) -> Identity:
         roles=roles,
         route=route,
         bundle=bundle_recipe(sorted(feats)) if route == "bundle" else {},
+        fingerprint=fpmod.of_machine({**machine, "arch": arch}) if machine else None,
     )
 
 
@@ -166,6 +191,7 @@ def of_machine(p, machine: dict | None = None, prebuilt: dict | None = None) -> 
         roles=roles,
         route="bundle" if prebuilt is not None else "regenerate",
         bundle=bundle_recipe((prebuilt or {}).get("features", [])) if prebuilt is not None else {},
+        fingerprint=fpmod.of_machine(m) if m else None,
     )
 
 

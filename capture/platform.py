@@ -52,6 +52,7 @@ class Platform:
     gpu: str | None = None  # "nvidia" | "apple" | None
     gpu_name: str | None = None
     gpu_driver: str | None = None
+    gpu_count: int = 0
     # features of the Rust build that this platform's gpu role needs, per framework
     extra: dict = field(default_factory=dict)
 
@@ -96,11 +97,13 @@ def detect() -> Platform:
         )
     no_gpu = os.environ.get("BOOK_NO_GPU") == "1"
     gpu = gpu_name = driver = None
+    count = 0
     if system == "linux" and shutil.which("nvidia-smi") and not no_gpu:
         q = _out(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"])
         if q:
-            gpu_name, _, driver = (s.strip() for s in q.splitlines()[0].partition(","))
-            gpu = "nvidia"
+            lines = [ln for ln in q.splitlines() if ln.strip()]
+            gpu_name, _, driver = (s.strip() for s in lines[0].partition(","))
+            gpu, count = "nvidia", len(lines)
     elif system == "macos" and arch == "arm64" and not no_gpu:
         try:
             gpu_name = apple_chip()
@@ -108,7 +111,7 @@ def detect() -> Platform:
             if override is None:
                 raise
             gpu_name = "Apple silicon (chip not read)"  # named by hand: the key says which chip
-        gpu = "apple"
+        gpu, count = "apple", 1
     if gpu == "nvidia":
         name = gpu_name.lower().replace("nvidia", "").strip()
         key = f"{system}-{arch}-nvidia-{slug(name)}"
@@ -116,7 +119,8 @@ def detect() -> Platform:
         key = f"{system}-{arch}-{slug(gpu_name)}"
     else:
         key = f"{system}-{arch}-cpu"
-    return Platform(key=override or key, os=system, arch=arch, gpu=gpu, gpu_name=gpu_name, gpu_driver=driver)
+    return Platform(key=override or key, os=system, arch=arch, gpu=gpu, gpu_name=gpu_name, gpu_driver=driver,
+                    gpu_count=count)
 
 
 def display_name(os_name: str, arch: str, gpu_name: str | None, cores: int | None = None) -> str:
@@ -221,6 +225,7 @@ def machine_record(p: Platform) -> dict:
         "cores": os.cpu_count(),
         "memory_gib": memory_gib(),
         "gpu": p.gpu_name,
+        "gpu_count": (p.gpu_count or 1) if p.gpu_name else 0,
         "gpu_driver": p.gpu_driver,
     }
 

@@ -6,17 +6,34 @@ A reference names records of one fragment:  experiment@role:record.name{tag=valu
 Expressions combine references with functions and arithmetic, Python syntax:
     median(burn-ret@gpu:ret.synced) / median(burn-ret@gpu:ret.returned) > 10
     range(torch-chain8@gpu:chain8.device.median)       # a (low, high) pair, for display
-A bare reference must select exactly one record. Evaluation happens on one platform at a time.
+    all(a@gpu:x.dropped > 0.25 * a@gpu:x.kept.median)  # per record, paired by their tags
+A reference that selects several records is a list: aggregate it (min, median, max, first, last,
+mean, count) for a number, or compare it element by element (records paired by the tags that tell
+them apart, e.g. round) and ask all() or any(). Evaluation happens on one platform at a time.
+
+Every number keeps its spread (the lowest and highest repeat behind it) and how many timings went
+into it; a comparison that involves a measurement answers yes, no or cannot tell, by the one rule
+in capture/verdict.py. Each verdict carries `why`: the comparison that decided it, with the values
+and spreads of both sides, naming the record (inside all() / any() too).
 """
 
 from __future__ import annotations
 
 import ast
+import math
 import re
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from capture import verdict
 
 REF = re.compile(r"([a-z0-9][a-z0-9._-]*)@(cpu|gpu):([A-Za-z_][A-Za-z0-9_.]*)(\{[^}]*\})?")
+# Units of measured quantities: a timing, or a rate derived from one. Everything else is exact.
+MEASURED_UNITS = ("s",)
+
+
+def is_measured(unit: str) -> bool:
+    return unit in MEASURED_UNITS or unit.endswith("/s")
 
 
 class QueryError(Exception):
@@ -46,11 +63,29 @@ class Ref:
 
 @dataclass(frozen=True)
 class Value:
-    """A number (or text/bool) with its unit, and the fragments it came from."""
+    """A number (or text/bool) with its unit, the fragments it came from, and for a measurement its spread.
+
+    v: the value; for a comparison True, False or None (cannot tell, capture/verdict.py).
+    lo, hi: the lowest and highest repeat behind a measured number (None: exact).
+    noise: how many timings multiply into it (0: exact).
+    why: for a verdict, the comparison that decided it, with both sides' values.
+    label: the record it was read from (reference text, with the tags that picked it).
+    tags: the record's tags (a list of records is paired by them).
+    """
 
     v: object
     unit: str = ""
     sources: tuple[str, ...] = ()
+    lo: float | None = None
+    hi: float | None = None
+    noise: int = 0
+    why: str = ""
+    label: str = ""
+    tags: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def spread(self) -> tuple[float, float]:
+        return (self.v if self.lo is None else self.lo, self.v if self.hi is None else self.hi)
 
 
 @dataclass(frozen=True)
@@ -71,6 +106,8 @@ def parse_refs(expr: str) -> tuple[str, list[Ref]]:
             pairs = [p.strip() for p in m.group(4)[1:-1].split(",") if p.strip()]
             try:
                 tags = tuple(tuple(x.strip() for x in p.split("=", 1)) for p in pairs)
+                if any(len(t) != 2 for t in tags):
+                    raise ValueError
             except ValueError:
                 raise QueryError(f"bad tags in {m.group(0)!r} (use {{k=v,...}})") from None
         refs.append(Ref(m.group(1), m.group(2), m.group(3), tags, m.group(0)))
@@ -88,61 +125,141 @@ def check_syntax(expr: str) -> None:
         raise QueryError(f"cannot parse {expr!r}: {e.msg}") from None
 
 
-def _values(v):
-    if isinstance(v, list):
-        return v
-    return [v]
+def record_values(ref: Ref, records: list[dict], all_records: list[dict] | None = None) -> list[Value]:
+    """The records a reference selected, as Values; a `X.median` record takes its spread from its
+    `X.min` / `X.max` siblings with the same tags (in all_records, the fragment's records)."""
+    pool = all_records if all_records is not None else records
+    out = []
+    for r in records:
+        unit = r.get("unit", "")
+        tags = tuple(sorted((r.get("tags") or {}).items()))
+        lo = hi = None
+        noise = 1 if is_measured(unit) and _is_number(r["value"]) else 0
+        if noise:
+            lo = hi = r["value"]
+            if r["name"].endswith(".median"):
+                stem = r["name"][: -len(".median")]
+                sib = {s["name"][len(stem) + 1:]: s["value"] for s in pool
+                       if s["name"] in (stem + ".min", stem + ".max") and tuple(sorted((s.get("tags") or {}).items())) == tags
+                       and _is_number(s["value"])}
+                lo, hi = min(sib.get("min", lo), lo), max(sib.get("max", hi), hi)
+        picked = [f"{k}={v}" for k, v in tags if k not in dict(ref.tags)]
+        label = ref.text + (f"{{{','.join(picked)}}}" if picked and len(records) > 1 else "")
+        out.append(Value(r["value"], unit, (ref.key,), lo, hi, noise, "", label, tags))
+    return out
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
 def _num(x):
-    if isinstance(x, Value):
-        return x.v
-    return x
+    return x.v if isinstance(x, Value) else x
 
 
-def _agg(fn):
-    def inner(v):
-        vals = _values(v)
-        if not vals:
-            raise QueryError("aggregate of no records")
-        unit = vals[0].unit if isinstance(vals[0], Value) else ""
-        srcs = tuple(sorted({s for x in vals if isinstance(x, Value) for s in x.sources}))
-        return Value(fn([_num(x) for x in vals]), unit, srcs)
-
-    return inner
+def _values(v) -> list:
+    return v if isinstance(v, list) else [v]
 
 
-def _range(v):
-    vals = _values(v)
+def _srcs(*vals) -> tuple[str, ...]:
+    return tuple(sorted({s for v in vals for s in getattr(v, "sources", ())}))
+
+
+def _numbers(vals: list, fn: str, expr: str) -> list[float]:
     nums = [_num(x) for x in vals]
+    bad = [x for x in nums if not _is_number(x)]
+    if bad:
+        raise QueryError(f"{fn}() of {bad[0]!r} in {expr!r}: it takes numbers; a word or a yes/no is compared with ==")
+    return nums
+
+
+def _aggregate(fn: str, vals: list, expr: str) -> Value:
+    if not vals:
+        raise QueryError(f"{fn}() of no records in {expr!r}")
+    if fn in ("first", "last"):
+        return vals[0 if fn == "first" else -1]
+    nums = _numbers(vals, fn, expr)
+    vs = [x if isinstance(x, Value) else Value(x) for x in vals]
+    unit, noise = vs[0].unit, max(x.noise for x in vs)
+    los, his = [x.spread[0] for x in vs], [x.spread[1] for x in vs]
+    if fn == "min":
+        v, lo, hi = min(nums), min(los), min(his)
+    elif fn == "max":
+        v, lo, hi = max(nums), max(los), max(his)
+    else:  # median, mean: the typical value, spanning every repeat behind it
+        v = statistics.median(nums) if fn == "median" else statistics.fmean(nums)
+        lo, hi = min(los), max(his)
+    return Value(v, unit, _srcs(*vs), lo if noise else None, hi if noise else None, noise)
+
+
+def _range(vals: list, expr: str) -> Range:
+    nums = _numbers(vals, "range", expr)
     unit = vals[0].unit if vals and isinstance(vals[0], Value) else ""
-    srcs = tuple(sorted({s for x in vals if isinstance(x, Value) for s in x.sources}))
-    return Range(min(nums), max(nums), unit, srcs)
+    return Range(min(nums), max(nums), unit, _srcs(*vals))
 
 
-FUNCS = {
-    "min": _agg(min),
-    "max": _agg(max),
-    "median": _agg(statistics.median),
-    "mean": _agg(statistics.fmean),
-    "first": _agg(lambda xs: xs[0]),
-    "last": _agg(lambda xs: xs[-1]),
-    "count": lambda v: Value(len(_values(v))),
-    "range": _range,
-    "all": lambda v: Value(all(_num(x) for x in _values(v))),
-    "any": lambda v: Value(any(_num(x) for x in _values(v))),
-    "abs": lambda v: Value(abs(_num(v)), getattr(v, "unit", ""), getattr(v, "sources", ())),
-}
+def _truth(vals: list, fn: str, expr: str) -> Value:
+    """all() / any() in three values; why names the record that decided."""
+    vs = [x if isinstance(x, Value) else Value(x) for x in vals]
+    bad = [x.v for x in vs if not (isinstance(x.v, bool) or x.v is None)]
+    if bad:
+        raise QueryError(f"{fn}() of {bad[0]!r} in {expr!r}: it takes yes/no values (comparisons or recorded booleans)")
+    combine = verdict.kleene_and if fn == "all" else verdict.kleene_or
+    res = combine([x.v for x in vs])
+    if res is verdict.CANNOT_TELL:
+        deciding = [x for x in vs if x.v is verdict.CANNOT_TELL]
+    elif (res is False) == (fn == "all"):
+        deciding = [x for x in vs if x.v is res][:1]  # the first record that settles it
+    else:
+        deciding = vs
+    why = "; ".join(_why(x) for x in deciding)
+    return Value(res, "", _srcs(*vs), why=f"{fn}(): {verdict.word(res)}" + (f" — {why}" if why else ""))
+
+
+def _varying(xs: list) -> set[str]:
+    """The tags whose values differ between the records of a list (what tells them apart)."""
+    keys = {k for x in xs for k, _ in getattr(x, "tags", ())}
+    return {k for k in keys if len({dict(getattr(x, "tags", ())).get(k) for x in xs}) > 1}
+
+
+def _at(res, keys, x):
+    """A result computed for one record of a list, its why prefixed with that record's tags."""
+    if isinstance(res, Value) and res.why and keys:
+        at = ",".join(f"{k}={dict(x.tags).get(k)}" for k in sorted(keys))
+        res = replace(res, why=f"{{{at}}}: {res.why}")
+    if isinstance(res, Value) and not res.tags and getattr(x, "tags", ()):
+        res = replace(res, tags=x.tags)
+    return res
+
+
+def _why(x: Value) -> str:
+    return x.why or f"{x.label or 'value'} = {x.v!r}"
+
+
+FUNCS = ("min", "max", "median", "mean", "first", "last", "count", "range", "all", "any", "abs")
 
 
 class Evaluator:
-    """Evaluates expressions against a lookup(ref) -> list of record dicts on one platform."""
+    """Evaluates expressions against a lookup(ref) -> list of record dicts on one platform.
 
-    def __init__(self, lookup):
+    `siblings(ref)`, when given, returns all records of the fragment (for the spread of X.median);
+    otherwise the spread is looked for among the selected records only.
+    """
+
+    def __init__(self, lookup, siblings=None):
         self.lookup = lookup
+        self.siblings = siblings
 
     def refs(self, expr: str) -> list[Ref]:
         return parse_refs(expr)[1]
+
+    def _env(self, refs: list[Ref]) -> dict:
+        env = {}
+        for i, ref in enumerate(refs):
+            recs = self.lookup(ref)
+            pool = self.siblings(ref) if self.siblings else None
+            env[f"__r{i}"] = record_values(ref, recs, pool)
+        return env
 
     def eval(self, expr: str):
         src, refs = parse_refs(expr)
@@ -150,121 +267,257 @@ class Evaluator:
             tree = ast.parse(src, mode="eval")
         except SyntaxError as e:
             raise QueryError(f"cannot parse {expr!r}: {e.msg}") from None
-        env = {}
-        for i, ref in enumerate(refs):
-            recs = self.lookup(ref)
-            env[f"__r{i}"] = [Value(r["value"], r.get("unit", ""), (ref.key,)) for r in recs]
-        return self._eval(tree.body, env, expr)
-
-    def explain(self, expr: str) -> list[str]:
-        """Both sides of every comparison in the expression with their values, e.g. for a failing claim:
-        ["median(a@gpu:x) = 0.0012 s  <  0.5 * median(b@gpu:y) = 0.0008 s"]."""
-        src, refs = parse_refs(expr)
-        tree = ast.parse(src, mode="eval")
-        env = {f"__r{i}": [Value(r["value"], r.get("unit", ""), (ref.key,)) for r in self.lookup(ref)] for i, ref in enumerate(refs)}
-        back = {f"__r{i}": ref.text for i, ref in enumerate(refs)}
-
-        def text(node) -> str:
-            out = ast.unparse(node)
-            for ph, ref in sorted(back.items(), key=lambda kv: -len(kv[0])):
-                out = out.replace(ph, ref)
-            return out
-
-        def val(node) -> str:
-            if isinstance(node, ast.Constant):
-                return ""
-            try:
-                v = self._eval(node, env, expr)
-            except QueryError as e:
-                return f"<{e}>"
-            v = v[0] if isinstance(v, list) and len(v) == 1 else v
-            x = v.v if isinstance(v, Value) else v
-            shown = f"{x:.4g}" if isinstance(x, float) else repr(x)
-            return shown + (f" {v.unit}" if isinstance(v, Value) and v.unit else "")
-
-        symbols = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
-        out = []
-        for node in ast.walk(tree.body):
-            if isinstance(node, ast.Compare):
-                left = node.left
-                for op, comp in zip(node.ops, node.comparators):
-                    sides = [text(n) + (f" = {v}" if (v := val(n)) else "") for n in (left, comp)]
-                    out.append(f"{sides[0]}  {symbols.get(type(op), '?')}  {sides[1]}")
-                    left = comp
+        ctx = _Ctx(expr, refs)
+        out = ctx.eval(tree.body, self._env(refs))
+        if isinstance(out, list):
+            if len(out) != 1:
+                raise QueryError(f"a reference in {expr!r} selects {len(out)} records; aggregate it "
+                                 "(min/median/max/first), or ask all()/any() of a comparison, or add tags")
+            out = out[0]
         return out
 
-    def _eval(self, node, env, expr):
-        E = lambda n: self._eval(n, env, expr)  # noqa: E731
+    def explain(self, expr: str) -> list[str]:
+        """Why a yes/no expression came out as it did: the comparisons that decided it, with values."""
+        v = self.eval(expr)
+        return [v.why] if isinstance(v, Value) and v.why else []
+
+
+class _Ctx:
+    def __init__(self, expr: str, refs: list[Ref]):
+        self.expr = expr
+        self.back = {f"__r{i}": ref.text for i, ref in enumerate(refs)}
+
+    def text(self, node) -> str:
+        out = ast.unparse(node)
+        for ph, ref in sorted(self.back.items(), key=lambda kv: -len(kv[0])):
+            out = out.replace(ph, ref)
+        return out
+
+    def eval(self, node, env):
+        expr = self.expr
         if isinstance(node, ast.Constant):
-            return node.value
+            if isinstance(node.value, (int, float, str, bool)):
+                return node.value
+            raise QueryError(f"constant {node.value!r} not allowed in {expr!r}")
         if isinstance(node, ast.Name):
             if node.id in env:
-                vals = env[node.id]
-                return vals[0] if len(vals) == 1 else vals
+                return env[node.id]
             if node.id in ("True", "False"):
                 return node.id == "True"
             raise QueryError(f"unknown name {node.id!r} in {expr!r}")
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FUNCS:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in FUNCS and not node.keywords:
             if len(node.args) != 1:
                 raise QueryError(f"{node.func.id}() takes one argument in {expr!r}")
-            arg = node.args[0]
-            val = env[arg.id] if isinstance(arg, ast.Name) and arg.id in env else E(arg)
-            return FUNCS[node.func.id](val)
+            return self.call(node.func.id, self.eval(node.args[0], env))
         if isinstance(node, ast.BinOp):
-            a, b = self._scalar(E(node.left), expr), self._scalar(E(node.right), expr)
-            ops = {ast.Add: lambda x, y: x + y, ast.Sub: lambda x, y: x - y, ast.Mult: lambda x, y: x * y,
-                   ast.Div: lambda x, y: x / y}
-            if type(node.op) not in ops:
-                raise QueryError(f"operator not allowed in {expr!r}")
-            unit = _unit_of(a, b, node.op)
-            try:
-                v = ops[type(node.op)](_num(a), _num(b))
-            except ZeroDivisionError:
-                raise QueryError(f"division by zero in {expr!r}") from None
-            return Value(v, unit, _srcs(a, b))
+            return self.pairwise(node, self.eval(node.left, env), self.eval(node.right, env),
+                                 lambda a, b: self.arith(node.op, a, b))
         if isinstance(node, ast.UnaryOp):
-            v = self._scalar(E(node.operand), expr)
-            if isinstance(node.op, ast.Not):
-                return Value(not _num(v), "", _srcs(v))
-            if isinstance(node.op, ast.USub):
-                return Value(-_num(v), getattr(v, "unit", ""), _srcs(v))
+            return self.each(self.eval(node.operand, env), lambda v: self.unary(node, v))
         if isinstance(node, ast.BoolOp):
-            vals = [self._scalar(E(v), expr) for v in node.values]
-            res = all(_num(v) for v in vals) if isinstance(node.op, ast.And) else any(_num(v) for v in vals)
-            return Value(res, "", _srcs(*vals))
+            vals = [self.scalar(self.eval(v, env)) for v in node.values]
+            return self.boolop(node, vals)
         if isinstance(node, ast.Compare):
-            left = self._scalar(E(node.left), expr)
-            result, srcs = True, list(_srcs(left))
+            parts, left = [], self.eval(node.left, env)
+            lnode = node.left
             for op, comp in zip(node.ops, node.comparators):
-                right = self._scalar(E(comp), expr)
-                srcs += _srcs(right)
-                ops = {ast.Lt: lambda x, y: x < y, ast.LtE: lambda x, y: x <= y, ast.Gt: lambda x, y: x > y,
-                       ast.GtE: lambda x, y: x >= y, ast.Eq: lambda x, y: x == y, ast.NotEq: lambda x, y: x != y}
-                if type(op) not in ops:
-                    raise QueryError(f"comparison not allowed in {expr!r}")
-                result = result and ops[type(op)](_num(left), _num(right))
-                left = right
-            return Value(result, "", tuple(sorted(set(srcs))))
-        raise QueryError(f"unsupported expression {ast.unparse(node)!r} in {expr!r}")
+                right = self.eval(comp, env)
+                parts.append(self.pairwise(node, left, right, lambda a, b, op=op, ln=lnode, rn=comp: self.compare(op, a, b, ln, rn)))
+                left, lnode = right, comp
+            if len(parts) == 1:
+                return parts[0]
+            return self.boolop(ast.BoolOp(op=ast.And()), [self.scalar(p) for p in parts])
+        raise QueryError(f"unsupported expression {self.text(node)!r} in {expr!r}")
 
-    def _scalar(self, v, expr):
+    # -- functions ----------------------------------------------------------------------------
+    def call(self, fn: str, arg):
+        vals = _values(arg)
+        if fn == "count":
+            return Value(len(vals))
+        if fn == "range":
+            return _range(vals, self.expr)
+        if fn in ("all", "any"):
+            return _truth(vals, fn, self.expr)
+        if fn == "abs":
+            return self.each(arg, self._abs)
+        return _aggregate(fn, vals, self.expr)
+
+    def _abs(self, v):
+        v = v if isinstance(v, Value) else Value(v)
+        if not _is_number(v.v):
+            raise QueryError(f"abs() of {v.v!r} in {self.expr!r}")
+        lo, hi = v.spread
+        span = (min(abs(lo), abs(hi)) if lo * hi > 0 else 0.0, max(abs(lo), abs(hi)))
+        return replace(v, v=abs(v.v), lo=span[0] if v.noise else None, hi=span[1] if v.noise else None)
+
+    # -- lists: element by element, paired by tags --------------------------------------------
+    def each(self, v, fn):
+        return [fn(x) for x in v] if isinstance(v, list) else fn(v)
+
+    def pairwise(self, node, a, b, fn):
+        if isinstance(a, list) and len(a) == 1:
+            a = a[0]
+        if isinstance(b, list) and len(b) == 1:
+            b = b[0]
+        if not isinstance(a, list) and not isinstance(b, list):
+            return fn(a, b)
+        if not isinstance(a, list):
+            keys = _varying(b)
+            return [_at(fn(a, y), keys, y) for y in b]
+        if not isinstance(b, list):
+            keys = _varying(a)
+            return [_at(fn(x, b), keys, x) for x in a]
+        keys = sorted(_varying(a) | _varying(b))
+        return [_at(fn(x, y), keys, x) for x, y in self.pair(node, a, b, keys)]
+
+    def pair(self, node, a: list, b: list, keys: list[str]) -> list[tuple]:
+        """Records of two lists paired by the tags that tell each list's records apart (round, run, ...)."""
+        if not keys:
+            raise QueryError(f"{self.text(node)!r} in {self.expr!r}: both sides select several records that no tag "
+                             "tells apart; aggregate them or add tags")
+        index = {}
+        for y in b:
+            index.setdefault(tuple(dict(y.tags).get(k) for k in keys), []).append(y)
+        out = []
+        for x in a:
+            k = tuple(dict(x.tags).get(kk) for kk in keys)
+            match = index.get(k, [])
+            if len(match) != 1:
+                shown = ",".join(f"{kk}={vv}" for kk, vv in zip(keys, k))
+                raise QueryError(f"{self.text(node)!r} in {self.expr!r}: {len(match)} records on the right for "
+                                 f"{{{shown}}} on the left; the two sides must select records with the same "
+                                 f"{', '.join(keys)}")
+            out.append((x, match[0]))
+        if len(out) != len(b):
+            raise QueryError(f"{self.text(node)!r} in {self.expr!r}: the two sides select {len(a)} and {len(b)} records")
+        return out
+
+    # -- scalars --------------------------------------------------------------------------------
+    def scalar(self, v):
         if isinstance(v, list):
             if len(v) != 1:
-                raise QueryError(f"a reference in {expr!r} selects {len(v)} records; aggregate it (min/median/max/first) or add tags")
+                raise QueryError(f"a reference in {self.expr!r} selects {len(v)} records; aggregate it "
+                                 "(min/median/max/first), or ask all()/any() of a comparison, or add tags")
             return v[0]
         if isinstance(v, Range):
-            raise QueryError(f"range() is for display only, not arithmetic, in {expr!r}")
+            raise QueryError(f"range() is for display only, not arithmetic, in {self.expr!r}")
         return v
 
+    def arith(self, op, a, b):
+        a, b = self.scalar(a), self.scalar(b)
+        av, bv = (a if isinstance(a, Value) else Value(a)), (b if isinstance(b, Value) else Value(b))
+        for x in (av, bv):
+            if not _is_number(x.v):
+                raise QueryError(f"arithmetic on {x.v!r} ({x.label or 'a constant'}) in {self.expr!r}: only numbers")
+        (alo, ahi), (blo, bhi) = av.spread, bv.spread
+        try:
+            if isinstance(op, ast.Add):
+                v, lo, hi = av.v + bv.v, alo + blo, ahi + bhi
+                noise = max(av.noise, bv.noise)
+            elif isinstance(op, ast.Sub):
+                if av.noise and bv.noise:  # two nearly equal timings can differ by anything once each is off by NOISE
+                    raise QueryError(f"{self.text_of(av, bv)} in {self.expr!r}: a difference of two measurements has no "
+                                     "bounded noise; compare them directly (a < b) or as a ratio (a / b)")
+                v, lo, hi = av.v - bv.v, alo - bhi, ahi - blo
+                noise = max(av.noise, bv.noise)
+            elif isinstance(op, ast.Mult):
+                corners = [alo * blo, alo * bhi, ahi * blo, ahi * bhi]
+                v, lo, hi = av.v * bv.v, min(corners), max(corners)
+                noise = av.noise + bv.noise
+            elif isinstance(op, ast.Div):
+                if bv.v == 0 or blo <= 0 <= bhi:
+                    raise QueryError(f"division by zero (or by a spread that includes zero) in {self.expr!r}")
+                corners = [alo / blo, alo / bhi, ahi / blo, ahi / bhi]
+                v, lo, hi = av.v / bv.v, min(corners), max(corners)
+                noise = av.noise + bv.noise
+            else:
+                raise QueryError(f"operator not allowed in {self.expr!r}")
+        except OverflowError:
+            raise QueryError(f"a number in {self.expr!r} is too large to compute with") from None
+        if not all(math.isfinite(x) for x in (v, lo, hi)):
+            raise QueryError(f"a number in {self.expr!r} is too large to compute with (it is not finite)")
+        unit = _unit_of(av.unit, bv.unit, op)
+        return Value(v, unit, _srcs(av, bv), lo if noise else None, hi if noise else None, noise,
+                     label=av.label if not bv.label else bv.label if not av.label else "")
 
-def _unit_of(a, b, op) -> str:
-    ua, ub = getattr(a, "unit", ""), getattr(b, "unit", "")
+    @staticmethod
+    def text_of(a: Value, b: Value) -> str:
+        return f"{a.label or 'a measurement'} - {b.label or 'a measurement'}"
+
+    def unary(self, node, v):
+        v = self.scalar(v)
+        val = v if isinstance(v, Value) else Value(v)
+        if isinstance(node.op, ast.Not):
+            if not (isinstance(val.v, bool) or val.v is None):
+                raise QueryError(f"`not` of {val.v!r} in {self.expr!r}: it takes a yes/no")
+            res = verdict.kleene_not(val.v)
+            return Value(res, "", val.sources, why=f"not ({_why(val)})" if val.why else "", label=val.label, tags=val.tags)
+        if isinstance(node.op, ast.USub):
+            if not _is_number(val.v):
+                raise QueryError(f"minus of {val.v!r} in {self.expr!r}")
+            lo, hi = val.spread
+            return replace(val, v=-val.v, lo=-hi if val.noise else None, hi=-lo if val.noise else None)
+        raise QueryError(f"operator not allowed in {self.expr!r}")
+
+    def boolop(self, node, vals):
+        vs = [x if isinstance(x, Value) else Value(x) for x in vals]
+        for x in vs:
+            if not (isinstance(x.v, bool) or x.v is None):
+                raise QueryError(f"`and`/`or` of {x.v!r} in {self.expr!r}: they take yes/no values")
+        is_and = isinstance(node.op, ast.And)
+        res = (verdict.kleene_and if is_and else verdict.kleene_or)([x.v for x in vs])
+        if res is verdict.CANNOT_TELL:
+            deciding = [x for x in vs if x.v is verdict.CANNOT_TELL]
+        elif (res is False) == is_and:
+            deciding = [x for x in vs if x.v is res][:1]
+        else:
+            deciding = vs
+        return Value(res, "", _srcs(*vs), why="; ".join(_why(x) for x in deciding))
+
+    def compare(self, op, a, b, lnode, rnode):
+        a, b = self.scalar(a), self.scalar(b)
+        av, bv = (a if isinstance(a, Value) else Value(a)), (b if isinstance(b, Value) else Value(b))
+        name = {ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne"}.get(type(op))
+        if name is None:
+            raise QueryError(f"comparison not allowed in {self.expr!r}")
+        numeric = _is_number(av.v) and _is_number(bv.v)
+        if not numeric and (_is_number(av.v) or _is_number(bv.v)) and name not in ("eq", "ne"):
+            raise QueryError(f"{self.text(lnode)!r} {verdict.SYMBOLS[name]} {self.text(rnode)!r} in {self.expr!r} "
+                             f"compares a number with {(bv.v if _is_number(av.v) else av.v)!r}: compare numbers with numbers")
+        if numeric and (av.noise or bv.noise) and name in ("eq", "ne"):
+            raise QueryError(f"{self.text(lnode)!r} {verdict.SYMBOLS[name]} {self.text(rnode)!r} in {self.expr!r}: "
+                             "a measurement is never exactly equal to anything; use < or > with a factor")
+        if numeric:
+            try:
+                res = verdict.decide(name, av.spread, bv.spread, av.noise + bv.noise) if name not in ("eq", "ne") \
+                    else (av.v == bv.v) == (name == "eq")
+            except TypeError:
+                raise QueryError(f"cannot compare in {self.expr!r}") from None
+        elif name in ("eq", "ne"):
+            res = (av.v == bv.v) == (name == "eq")
+        else:
+            raise QueryError(f"{self.text(lnode)!r} {verdict.SYMBOLS[name]} {self.text(rnode)!r} in {self.expr!r}: "
+                             f"{av.v!r} and {bv.v!r} are not numbers; words are compared with == or !=")
+        why = f"{self._side(lnode, av)} {verdict.SYMBOLS[name]} {self._side(rnode, bv)}: {verdict.word(res)}"
+        if numeric and (av.noise or bv.noise) and res is verdict.CANNOT_TELL:
+            why += f" (the spreads are not apart by more than {verdict.margin(av.noise, bv.noise):.3g}x)"
+        tags = av.tags or bv.tags
+        return Value(res, "", _srcs(av, bv), why=why, label=av.label or bv.label, tags=tags)
+
+    def _side(self, node, v: Value) -> str:
+        text = v.label if v.label and isinstance(node, ast.Name) else self.text(node)
+        if isinstance(node, ast.Constant):
+            return text
+        x = v.v
+        shown = f"{x:.4g}" if isinstance(x, float) else repr(x)
+        if v.unit:
+            shown += f" {v.unit}"
+        if v.noise and v.lo is not None and (v.lo, v.hi) != (v.v, v.v):
+            shown += f" [{v.lo:.4g}–{v.hi:.4g}]"
+        return f"{text} = {shown}"
+
+
+def _unit_of(ua: str, ub: str, op) -> str:
     if isinstance(op, ast.Div):
         return "" if ua == ub else ua if not ub else f"{ua}/{ub}"
-    if isinstance(op, ast.Mult):
-        return ua or ub
     return ua or ub
-
-
-def _srcs(*vals) -> tuple[str, ...]:
-    return tuple(sorted({s for v in vals for s in getattr(v, "sources", ())}))

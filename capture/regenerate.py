@@ -17,6 +17,7 @@ from pathlib import Path
 
 from capture import build as buildmod
 from capture import caches
+from capture import fingerprint, hosts
 from capture import inputs as inputsmod
 from capture import sanitize
 from capture.manifest import Experiment, Manifest
@@ -65,6 +66,7 @@ class Options:
     force: bool = False
     python: str = sys.executable
     prebuilt: Path | None = None  # run binaries built elsewhere, skip cargo
+    adopt: bool = False  # capture every fragment of the platform on this host, then replace it (capture/hosts.py)
 
 
 def source_problem(exp: Experiment, layout: Layout, where: str) -> str:
@@ -115,7 +117,15 @@ def needs_run(job: Job, force: bool) -> bool:
 
 
 def regenerate(layout: Layout, manifest: Manifest, platform: Platform, store: Store, opts: Options, out=sys.stderr) -> list[Outcome]:
-    """Run what is stale (or everything, with force) and publish fragments. Returns one outcome per job."""
+    """Run what is stale (or everything, with force) and publish fragments. Returns one outcome per job.
+
+    Refuses (hosts.HostMismatch, nothing written) when this host is not the platform's machine,
+    unless opts.adopt.
+    """
+    here = fingerprint.of_machine(machine_record(platform))
+    if opts.adopt:
+        return _adopt(layout, manifest, platform, store, opts, here, out)
+    hosts.guard(layout, store, platform.key, here)
     jobs = plan(layout, manifest, platform, store, opts)
     todo = [j for j in jobs if needs_run(j, opts.force)]
     outcomes: list[Outcome] = []
@@ -160,6 +170,28 @@ def regenerate(layout: Layout, manifest: Manifest, platform: Platform, store: St
     return outcomes
 
 
+def _adopt(layout: Layout, manifest: Manifest, platform: Platform, store: Store, opts: Options, here: dict, out) -> list[Outcome]:
+    """Capture every fragment this host can make into a staging store; replace the platform only when all are in."""
+    if opts.only or opts.roles:
+        raise hosts.HostMismatch("--adopt captures every fragment of the platform: leave out --only and --device")
+    stage = hosts.staging(layout, platform.key)
+    hosts.guard(layout, stage, platform.key, here)  # a staged adoption begun by another host
+    with store.lock():
+        print(f"adopting {platform.key} on this host ({fingerprint.describe(here)}): every fragment is captured into "
+              f"{layout.rel(stage.root)} first", file=out)
+        outcomes = regenerate(layout, manifest, platform, stage, replace(opts, adopt=False), out)
+        failed = [o.key for o in outcomes if o.status == "failed"]
+        if failed:
+            print(f"adoption not finished: {len(failed)} failed ({', '.join(failed[:8])}{' ...' if len(failed) > 8 else ''}); "
+                  f"{layout.rel(store.root / platform.key)} is unchanged. Fix them and run the same command again: "
+                  f"the fragments captured so far are kept in {layout.rel(stage.root)}", file=out)
+            return outcomes
+        hosts.swap(layout, store, platform.key)
+    print(f"adopted: {layout.rel(store.root / platform.key)} now holds {len(store.keys(platform.key))} fragments "
+          f"captured on this host, and its platform.json names this host", file=out)
+    return outcomes
+
+
 class _Context:
     """What all jobs of one regenerate share, computed lazily (a no-op regenerate computes none of it)."""
 
@@ -194,6 +226,10 @@ class _Context:
         if self._machine is None:
             self._machine = machine_record(self.platform)
         return self._machine
+
+    @property
+    def host(self) -> dict:
+        return fingerprint.of_machine(self.machine)
 
     def python(self, torch: bool) -> dict:
         if torch not in self._python:
@@ -314,6 +350,7 @@ def _run_job(job: Job, ctx: _Context, store: Store, progress: Progress) -> Outco
         "load_before": load_before,
         "load_after": load_after,
         "machine": ctx.machine,
+        "host": ctx.host,
         "versions": {**_version_record(ctx, exp, versions)},
         "records": sanitize.records(parsed.records, sanitize.here(ctx.layout.root)),
     }

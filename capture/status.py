@@ -13,14 +13,14 @@ from capture.book import Book
 from capture.keys import FragmentKey
 
 
-PROBLEMS = ("stale", "missing", "failed", "torn", "corrupt")
+PROBLEMS = ("stale", "missing", "failed", "torn", "corrupt", "foreign")
 
 
 @dataclass(frozen=True)
 class Entry:
     platform: str
     key: str
-    state: str  # fresh | stale | missing | failed | torn | corrupt | n/a
+    state: str  # fresh | stale | missing | failed | torn | corrupt | foreign | n/a
     detail: str = ""
     fix: str = ""
     local: bool = False
@@ -28,7 +28,7 @@ class Entry:
     @property
     def blocks_check(self) -> bool:
         """What `status --check` fails on: this machine's own problems (another machine's stale is not)."""
-        return self.state in ("failed", "torn", "corrupt") or (self.local and self.state in ("stale", "missing"))
+        return self.state in ("failed", "torn", "corrupt") or (self.local and self.state in ("stale", "missing", "foreign"))
 
 
 def collect(book: Book, platforms: list[str]) -> list[Entry]:
@@ -70,6 +70,8 @@ def render(entries: list[Entry], book: Book | None = None) -> str:
         name = f" ({book.label(plat)})" if book else ""
         here = ", this machine" if es and es[0].local else ""
         lines.append(f"{plat}{name}{here}: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+        if book is not None and plat in book.broken:
+            lines.append(f"  broken   platform.json: {book.broken[plat]}")
         for e in es:
             if e.state != "n/a":
                 lines.append(f"  {e.state:<8} {e.key:<32} {e.detail}")
@@ -80,9 +82,19 @@ def render(entries: list[Entry], book: Book | None = None) -> str:
     return "\n".join(lines)
 
 
-def problems(entries: list[Entry], claims: list[dict]) -> list[str]:
+def host_note(book: Book, key: str) -> str:
+    """A line for status when this host detects `key` but is not that platform's machine ('' otherwise)."""
+    if not book.other_host:
+        return ""
+    return (f"this host is not {key}'s machine ({book.other_host}); its fragments are another machine's, "
+            f"and `capture check` compares skeletons only. To make this host that machine: nox -s regenerate -- --adopt")
+
+
+def problems(entries: list[Entry], claims: list[dict], book: Book | None = None) -> list[str]:
     """What `status --check` reports (and exits 1 on)."""
     out = [f"{e.platform}: {e.key} is {e.state}: {e.detail}" for e in entries if e.blocks_check]
+    if book is not None:
+        out += [f"{p}: platform.json is broken: {why}" for p, why in book.broken.items() if p == book.local]
     out += [f"claim fails on {c['platform']}: {c['where']}" for c in claims]
     return out
 

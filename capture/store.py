@@ -40,6 +40,7 @@ _META_TYPES: dict[str, tuple[type, ...]] = {
     "records": (list,),
     "versions": (dict,),
     "machine": (dict,),
+    "host": (dict,),
     "started": (str,),
     "device": (str, type(None)),
     "platform": (str,),

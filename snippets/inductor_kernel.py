@@ -6,7 +6,7 @@ DEVICE: cpu | cuda | mps. Compiles exec_gpu.chain8 cold (a fresh TORCHINDUCTOR_C
 exec_gpu before torch is imported), takes the generated code with torch._inductor.utils.run_and_get_code,
 and prints each kernel's source (C++ on CPU, Triton on CUDA, Metal on MPS) without the file header
 (include paths, build hashes). Records what the source shows: how many kernels, how many sin calls,
-whether the loop is vectorised and how many elements one program instance handles.
+whether the loop is vectorised and how many elements one program instance handles, and the language.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from exec_gpu import chain8
 from torch._inductor.utils import run_and_get_code
 
 FW = "torch"
+LANGUAGE = {"cpp_pybinding": "C++", "cpp": "C++", "triton": "Triton", "mps": "Metal"}
 # one kernel's source inside the generated module: async_compile.cpp_pybinding / triton / mps(..., '''...''')
 KERNEL = re.compile(r"async_compile\.(cpp_pybinding|cpp|triton|mps)\((.*?)'''(.*?)'''", re.S)
 
@@ -57,6 +58,8 @@ def main() -> None:
         print(src)
     text = "\n".join(src for _, src in kernels)
     vectorised = "Vectorized" in text or "float4" in text or "simd" in text
+    languages = sorted({LANGUAGE[kind] for kind, _ in kernels})
+    record("kernel.language", "+".join(languages) or "none", **tags)
     record("kernel.count", len(kernels), **tags)
     record("kernel.sin_calls", len(re.findall(r"\bsin\b", text)), **tags)
     record("kernel.vectorised", vectorised, **tags)

@@ -15,11 +15,12 @@ from .meta import MetaRole
 from .numbers import NumRole
 from .output import OutputDirective
 from .platforms import PlatformTableDirective
-from .scope import PerPlatformDirective
+from .scope import PerPlatformDirective, UntilCapturedDirective
 from .verdicts import VerdictMatrixDirective
 from .provenance import copy_provenance
 from .snippet import SnippetDirective
 from .tables import RecordsTableDirective
+from .terms import check_terms, report_unused
 
 STATIC = Path(__file__).resolve().parent / "static"
 
@@ -36,6 +37,9 @@ def setup(app):
     # ("" = detect it, "none" = no machine, e.g. a docs-only build that cannot regenerate anything)
     app.add_config_value("book_local_platform", "", "env")
     app.add_config_value("book_code_rule_exempt", [], "env")
+    # sentences naming a backend / OS / device outside scoped blocks must be listed here (capture/sphinxext/terms.py)
+    app.add_config_value("book_scope_allow", "", "env")
+    app.add_config_value("book_scope_pages", [], "env")  # the reader pages it applies to
     app.add_directive("snippet", SnippetDirective)
     snippet.setup(app)  # which files pages show, for provenance
     app.add_directive("output", OutputDirective)
@@ -43,6 +47,7 @@ def setup(app):
     app.add_directive("claim", ClaimDirective)
     app.add_directive("datachart", DataChartDirective)
     app.add_directive("per-platform", PerPlatformDirective)
+    app.add_directive("until-captured", UntilCapturedDirective)
     app.add_directive("verdict-matrix", VerdictMatrixDirective)
     app.add_directive("platform-table", PlatformTableDirective)
     app.add_role("num", NumRole())
@@ -50,6 +55,8 @@ def setup(app):
     app.connect("config-inited", _add_static)
     app.add_css_file("capture.css")
     app.connect("doctree-resolved", check_code_blocks)
+    app.connect("doctree-resolved", check_terms)
+    app.connect("build-finished", report_unused)
     app.connect("build-finished", copy_provenance)
     STORE.connect(app)  # pages showing fragments are re-read when the store changes
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "0.1"}

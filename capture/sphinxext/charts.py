@@ -9,7 +9,9 @@
 
 The chart is drawn once per captured platform that holds every fragment it reads (tabs, the
 book's platform order); `:platform: KEY` draws one. Template functions: value(expr, style=""),
-holds(expr) -> bool, platform (the machine's name). Each drawing is a sphinxcontrib-mermaid
+holds(expr) (true only when the data say yes), fails(expr) (true only when they say no), platform (the
+machine's name). Where a verdict cannot be decided (capture/verdict.py) the caption says so, with its reason;
+write `{% if holds(e) %}…{% elif fails(e) %}…{% else %}…{% endif %}` to draw that case as a branch of its own. Each drawing is a sphinxcontrib-mermaid
 node, drawn like any other mermaid chart (capture/sphinxext/site/mermaid.py).
 
 Mermaid's hexagon shape, `id{{"text"}}`, is also Jinja's expression syntax: a template would
@@ -31,7 +33,8 @@ from sphinx.util.docutils import SphinxDirective
 from capture.keys import FragmentKey, KeyError_, check_platform_key
 from capture.manifest import ManifestError
 from capture.query import QueryError, parse_refs
-from capture.sphinxext.common import book, depend, fragment_href, notice, platform_tabs, report_answer, warn
+from capture.sphinxext.common import (book, depend, differs_option, fragment_href, logger, notice, platform_tabs,
+                                     reader_why, report_answer, warn)
 from capture.sphinxext.numbers import render_value, split_style
 
 
@@ -41,11 +44,11 @@ class _NoData(Exception):
 
 
 class _Fill:
-    def __init__(self, b, platform):
-        self.b, self.platform, self.answers = b, platform, []
+    def __init__(self, b, platform, differs=()):
+        self.b, self.platform, self.answers, self.undecided, self.differs = b, platform, [], [], differs
 
     def _ask(self, expr):
-        ans = self.b.answer(expr, self.platform)
+        ans = self.b.answer(expr, self.platform, self.differs)
         self.answers.append(ans)
         if ans.error:
             raise QueryError(ans.error)
@@ -57,11 +60,23 @@ class _Fill:
         e, opts = split_style(expr + (" | " + style if style else ""))
         return render_value(self._ask(e), opts)
 
-    def holds(self, expr: str) -> bool:
-        val = getattr(v := self._ask(expr), "v", v)
+    def _verdict(self, expr: str, fn: str):
+        v = self._ask(expr)
+        val = getattr(v, "v", v)
+        if val is None and getattr(v, "why", ""):
+            self.undecided.append((expr, v.why))  # told in the caption: neither branch is the data's
+            return None
         if not isinstance(val, bool):
-            raise QueryError(f"holds({expr!r}) gives {val!r}, not true/false")
+            raise QueryError(f"{fn}({expr!r}) gives {val!r}, not true/false")
         return val
+
+    def holds(self, expr: str) -> bool:
+        """True only when the data say yes (capture/verdict.py); a "cannot tell" is False here and told in the caption."""
+        return self._verdict(expr, "holds") is True
+
+    def fails(self, expr: str) -> bool:
+        """True only when the data say no."""
+        return self._verdict(expr, "fails") is False
 
 
 OPTION_LINE = re.compile(r"\s*:[\w-]+:")
@@ -91,15 +106,16 @@ def collisions(template: str) -> list[tuple[int, str]]:
     return out
 
 
-def fill(b, template: str, platform: str):
-    f = _Fill(b, platform)
-    code = _environment().from_string(template).render(value=f.value, holds=f.holds, platform=b.label(platform))
-    return code, f.answers
+def fill(b, template: str, platform: str, differs=()):
+    f = _Fill(b, platform, differs)
+    code = _environment().from_string(template).render(value=f.value, holds=f.holds, fails=f.fails,
+                                                       platform=b.label(platform))
+    return code, f.answers, f.undecided
 
 
 class DataChartDirective(SphinxDirective):
     has_content = True
-    option_spec = {"platform": directives.unchanged, "caption": directives.unchanged}
+    option_spec = {"platform": directives.unchanged, "caption": directives.unchanged, "differs": directives.unchanged}
 
     def run(self):
         b = book(self.env)
@@ -119,7 +135,8 @@ class DataChartDirective(SphinxDirective):
             for k in keys:
                 b.experiment(k)
             only = check_platform_key(self.options["platform"], ":platform:") if self.options.get("platform") else None
-        except (KeyError_, ManifestError, QueryError) as e:
+            differs = differs_option(self.options.get("differs"))
+        except (KeyError_, ManifestError, QueryError, ValueError) as e:
             warn(f"datachart: {e}", where, "chart")
             return []
         depend(self.env, b, keys)
@@ -127,7 +144,7 @@ class DataChartDirective(SphinxDirective):
         items = []
         for plat in plats:
             try:
-                code, answers = fill(b, template, plat)
+                code, answers, undecided = fill(b, template, plat, differs)
             except _NoData as e:
                 report_answer(e.answer, where, "datachart")
                 continue
@@ -136,7 +153,7 @@ class DataChartDirective(SphinxDirective):
                 return []
             for ans in answers:
                 report_answer(ans, where, "datachart")
-            items.append((plat, b.label(plat), [self._figure(b, plat, code, answers)]))
+            items.append((plat, b.label(plat), [self._figure(b, plat, code, answers, undecided)]))
         if not items:
             pending = [st for k in keys if (st := b.absent_everywhere(k))]
             if any(st.severity == "warn" for st in pending):
@@ -160,7 +177,7 @@ class DataChartDirective(SphinxDirective):
             i += 1
         return f"{source}:{i + lineno}"
 
-    def _figure(self, b, plat, code, answers):
+    def _figure(self, b, plat, code, answers, undecided=()):
         from sphinxcontrib.mermaid import mermaid
 
         node = mermaid()
@@ -184,5 +201,10 @@ class DataChartDirective(SphinxDirective):
         stale = sorted({str(st.key) for a in answers for st in a.stale})
         if stale:
             cap += nodes.Text(f"（{'、'.join(stale)} 捕获之后代码改动过）")
+        for expr, why in undecided:
+            logger.info(f"datachart on {plat}: {expr} cannot be decided: {why}", location=self.get_location())
+            mark = nodes.inline("", f"　图中有一处判断，这台机器的数据说不清：{reader_why(why)}",
+                                classes=["book-verdict-undecided"])
+            cap += mark
         fig += cap
         return fig

@@ -15,14 +15,14 @@ from capture.book import WARN
 from capture.claims import WhereError, judge, parse_where
 from capture.manifest import ManifestError
 from capture.query import QueryError
-from capture.sphinxext.common import SCOPE, book, depend, notice, scoped, warn
+from capture.sphinxext.common import SCOPE, book, depend, differs_option, logger, notice, reader_why, scoped, warn
 
 
 class ClaimDirective(SphinxDirective):
     required_arguments = 1
     final_argument_whitespace = True
     has_content = True
-    option_spec = {"where": directives.unchanged, "platform": directives.unchanged}
+    option_spec = {"where": directives.unchanged, "platform": directives.unchanged, "differs": directives.unchanged}
 
     def run(self):
         b = book(self.env)
@@ -34,10 +34,10 @@ class ClaimDirective(SphinxDirective):
             self.state.nested_parse(self.content, self.content_offset, box)
         try:
             tokens = parse_where(self.options.get("where"))
-            verdicts = judge(b, expr, tokens, (only,) if only else None)
+            verdicts = judge(b, expr, tokens, (only,) if only else None, differs_option(self.options.get("differs")))
             pending = None if verdicts else b.pending(expr)
             depend(self.env, b, b.refs(expr))
-        except (WhereError, QueryError, ManifestError) as e:
+        except (WhereError, QueryError, ManifestError, ValueError) as e:
             warn(f"claim {expr}: {e} — fix the claim in the page", where, "claim")
             box["classes"].append("book-claim-failed")
             box += notice("claim", f"这条断言写错了：{e}")
@@ -51,12 +51,19 @@ class ClaimDirective(SphinxDirective):
         marks = nodes.paragraph(classes=["book-claim-marks"])
         failed = False
         for v in verdicts:
+            for u in v.answer.unlike:
+                warn(f"claim on {v.platform} compares unlike things: {u} — make the experiments' conditions agree, or "
+                     "say how they differ in the text and add `:differs: CONDITION`", where, "unlike")
             label = b.label(v.platform)
             devices = "、".join(sorted(set(d for d in v.devices if d)))
             if v.severity == WARN:
                 failed = True
                 warn(f"claim not supported on {v.platform} ({devices}): {expr} — {v.why}", where, "claim")
-            if v.holds is None:
+            if v.undecided:
+                if v.expected:
+                    logger.info(f"claim cannot be decided on {v.platform} ({devices}): {v.why}", location=where)
+                text, cls = f"≈ {label}：说不清", "book-claim-undecided"
+            elif v.holds is None:
                 text, cls = f"？ {label}：未能核对", "book-claim-unknown"
             elif v.expected:
                 text, cls = (f"✓ {label}", "book-claim-ok") if v.holds else (f"✗ {label}：数据不支持", "book-claim-bad")
@@ -66,7 +73,7 @@ class ClaimDirective(SphinxDirective):
             if v.stale:
                 text += "（数据来自较早的代码）"
             mark = nodes.inline("", text, classes=["book-claim-mark", cls])
-            mark["title"] = expr + (f" — {v.why}" if v.why else "")
+            mark["title"] = reader_why(v.why) if v.why else ("数据支持这句话" if v.holds else "")
             if len(marks):
                 marks += nodes.Text("　")
             marks += mark

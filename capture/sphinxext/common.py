@@ -19,6 +19,7 @@ from capture.keys import FragmentKey
 logger = logging.getLogger("capture")
 
 STATE_TEXT = {
+    "foreign": "是在另一台机器上捕获的，不算这台机器的结果",
     "stale": "来自这段代码较早的版本",
     "missing": "尚未捕获",
     "torn": "文件不完整（写入时被打断）",
@@ -136,7 +137,22 @@ def report_state(st: FragmentState, location, what: str) -> None:
                     f"it is re-made on that machine with: {st.fix}", location=location)
 
 
+def differs_option(text: str | None) -> tuple[str, ...]:
+    """`:differs: threads, caches` -> ("threads", "caches"); an unknown condition is a ValueError."""
+    from capture.alike import CONDITIONS
+
+    words = tuple(w.strip() for w in (text or "").replace(",", " ").split() if w.strip())
+    bad = [w for w in words if w not in CONDITIONS]
+    if bad:
+        raise ValueError(f"differs: {', '.join(bad)} is not a condition (one of {', '.join(CONDITIONS)})")
+    return words
+
+
 def report_answer(ans: Answer, location, what: str) -> None:
+    for u in ans.unlike:
+        warn(f"{what} on {ans.platform}: compares unlike things: {u} — make the experiments' conditions agree, or "
+             "say how they differ in the text and add `:differs: CONDITION` (`| differs=CONDITION` in {num})",
+             location, "unlike")
     if ans.error:
         if ans.severity == WARN:
             warn(f"{what}: {ans.error} — fix the expression in the page or the record name", location, "query")
@@ -146,6 +162,24 @@ def report_answer(ans: Answer, location, what: str) -> None:
             report_state(st, location, what)
 
 
+_WHY_WORDS = [
+    (": cannot tell (the spreads are not apart by more than ", "：说不清（两边的范围相差不到 "),
+    ("x)", " 倍，在测量噪声以内）"),
+    (": cannot tell", "：说不清"), (": yes", "：是"), (": no", "：否"),
+    ("all(): yes", "每一项都成立"), ("all(): no", "有一项不成立"), ("all(): cannot tell", "有的项说不清"),
+    ("any(): yes", "有一项成立"), ("any(): no", "没有一项成立"), ("any(): cannot tell", "有的项说不清"),
+    ("false with the captured data", "和捕获的数据不符"),
+]
+
+
+def reader_why(why: str) -> str:
+    """A verdict's reason (capture/query.py, English) in the reader's words: the comparison stays as written."""
+    out = why
+    for en, zh in _WHY_WORDS:
+        out = out.replace(en, zh)
+    return "依据：" + out
+
+
 def notice(kind: str, text: str, command: str = "") -> nodes.Element:
     """A visible notice on the page; the command goes in a literal so it can be copied as it is."""
     box = nodes.container(classes=["book-notice", f"book-notice-{kind}"])
@@ -153,6 +187,19 @@ def notice(kind: str, text: str, command: str = "") -> nodes.Element:
     if command:
         para += nodes.literal(command, command)
     box += para
+    return box
+
+
+WAITING_FOR = {"macos": "Mac", "linux": "Linux 机器", "gpu": "有 GPU 的机器", "any": "能运行它的机器"}
+
+
+def awaiting_notice(b: Book, key) -> nodes.Element:
+    """For a fragment no captured platform holds yet: which machine it waits for, and the command there.
+    Generated from the state, so it disappears when that machine's fragment arrives."""
+    who = WAITING_FOR.get(b.awaiting(key), b.awaiting(key))
+    box = notice("awaiting", f"等 {who} 捕获：这一项还没有在{who}上运行过。在{who}上运行 ",
+                 f"nox -s regenerate -- --only {key.exp} --device {key.role}")
+    box["classes"].append("book-awaiting")
     return box
 
 

@@ -16,7 +16,7 @@ from docutils import nodes
 from sphinx.util.docutils import SphinxRole
 
 from capture.fmt import fmt_value
-from capture.sphinxext.common import book, depend, report_answer, scope, stale_mark, value_node, warn
+from capture.sphinxext.common import book, depend, differs_option, report_answer, scope, stale_mark, value_node, warn
 
 NO_SCOPE = ("{role} names no platform: put the sentence in a {{per-platform}} block, give its claim a "
             ":platform:, or set book_platform in the page's front matter")
@@ -35,6 +35,8 @@ def split_style(text: str) -> tuple[str, dict]:
 
 
 def render_value(v, opts) -> str:
+    if getattr(v, "v", 0) is None and getattr(v, "why", ""):
+        return "说不清"  # a verdict the measurements cannot decide (capture/verdict.py)
     style = "ratio" if opts.get("ratio") else "percent" if opts.get("percent") else ""
     digits = int(opts.get("digits", 3 if not opts.get("ratio") else 2))
     text = fmt_value(v, digits=digits, style=style)
@@ -67,7 +69,12 @@ class NumRole(SphinxRole):
         plat = scoped_platform("{num}", self.env, b, where)
         if plat is None:
             return [na(self.rawtext, "（未指明平台）", expr)], []
-        ans = b.answer(expr, plat)
+        try:
+            differs = differs_option(str(opts.get("differs", "")).replace("+", " "))
+        except ValueError as e:
+            warn(f"{{num}} {expr}: {e}", where, "format")
+            differs = ()
+        ans = b.answer(expr, plat, differs)
         report_answer(ans, where, f"{{num}} {expr}")
         try:
             depend(self.env, b, b.refs(expr), [plat])

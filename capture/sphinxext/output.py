@@ -23,6 +23,7 @@ from capture.sphinxext.common import (
     notice,
     platform_tabs,
     provenance,
+    awaiting_notice,
     report_state,
     state_notice,
     warn,
@@ -47,9 +48,9 @@ class OutputDirective(SphinxDirective):
         if not plats:
             st = b.absent_everywhere(key)
             report_state(st, where, f"output {key}")
-            return [notice("missing" if st.severity == "warn" else "na",
-                           f"{key} 还没有在能运行它的机器上捕获。" if st.severity != "warn" else f"{key} 尚未捕获。重新生成：",
-                           st.fix if st.severity == "warn" else "")]
+            if st.severity == "warn":
+                return [notice("missing", f"{key} 尚未捕获。重新生成：", st.fix)]
+            return [awaiting_notice(b, key)]
         items = []
         for plat in plats:
             st = b.state(plat, key)

@@ -62,3 +62,35 @@ class PerPlatformDirective(SphinxDirective):
             box += content
             return [box]
         return [platform_tabs(items, classes=["book-per-platform-tabs"])]
+
+
+class UntilCapturedDirective(SphinxDirective):
+    """{until-captured} FILTER: text about machines not captured yet, shown only while none fits FILTER.
+
+        ::::{until-captured} macos
+        Mac 的记录到来之前，表里没有 Metal 那一栏。
+        ::::
+
+    FILTER uses the words of {per-platform}. The block disappears by itself when a fitting platform's
+    fragments arrive (its first capture), so such a sentence cannot outlive its truth. The box names the
+    command that fills it: `nox -s regenerate` on that machine.
+    """
+
+    required_arguments = 1
+    final_argument_whitespace = True
+    has_content = True
+
+    def run(self):
+        b = book(self.env)
+        try:
+            tokens = parse_where(self.arguments[0])
+            check_known(tokens, b)
+        except WhereError as e:
+            warn(f"until-captured: {e}", self.get_location(), "scope")
+            return []
+        for key in b.store.platforms():  # any captured fragment of a fitting platform ends the wait
+            if platform_matches(tokens, b.identity(key)) and b.store.keys(key):
+                return []
+        box = nodes.container(classes=["book-until-captured", "book-notice", "book-notice-na"])
+        self.state.nested_parse(self.content, self.content_offset, box)
+        return [box]

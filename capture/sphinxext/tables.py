@@ -19,7 +19,8 @@ from sphinx.util.docutils import SphinxDirective
 
 from capture.keys import FragmentKey, KeyError_, check_platform_key
 from capture.manifest import ManifestError
-from capture.sphinxext.common import book, depend, report_answer, report_state, stale_mark, value_node, warn
+from capture.sphinxext.common import (book, depend, differs_option, report_answer, report_state, stale_mark,
+                                     value_node, warn)
 from capture.sphinxext.numbers import render_value, split_style
 
 NOT_CAPTURED = "本平台未测"
@@ -53,7 +54,8 @@ class RecordsTableDirective(SphinxDirective):
     optional_arguments = 1
     final_argument_whitespace = True
     option_spec = {"rows": directives.unchanged_required, "columns": directives.unchanged_required,
-                   "platform": directives.unchanged, "group": lambda a: directives.choice(a, ("platform", "row"))}
+                   "platform": directives.unchanged, "group": lambda a: directives.choice(a, ("platform", "row")),
+                   "differs": directives.unchanged}
 
     def run(self):
         b = book(self.env)
@@ -64,6 +66,7 @@ class RecordsTableDirective(SphinxDirective):
                 b.experiment(key)
             cols = [(label, *split_style(expr)) for label, expr in parse_pairs(self.options["columns"], ":columns:")]
             only = check_platform_key(self.options["platform"], ":platform:") if self.options.get("platform") else None
+            self.differs = differs_option(self.options.get("differs"))
         except (KeyError, ValueError, KeyError_, ManifestError) as e:
             warn(f"records-table: {e}", where, "table")
             return []
@@ -84,7 +87,7 @@ class RecordsTableDirective(SphinxDirective):
         return [table_node(self.arguments[0] if self.arguments else None, header, body)]
 
     def _cell(self, b, expr, opts, plat, where):
-        ans = b.answer(expr, plat)
+        ans = b.answer(expr, plat, self.differs)
         report_answer(ans, where, f"records-table {expr}")
         if ans.error and not ans.no_record:
             return nodes.inline("", "？", classes=["book-na"])

@@ -5,7 +5,8 @@
     :roles: cpu, gpu
     :::
 
-{role} in a row becomes each column's role. Each cell is 是 / 否 computed on that platform, with the
+{role} in a row becomes each column's role. Each cell is 是 / 否 computed on that platform, or 说不清
+where the measurements cannot tell (capture/verdict.py; the reason is the cell's title), with the
 devices that ran and a link to the records; 未测 where the machine did not run it. Rows whose value is
 a word (a verdict an experiment recorded, e.g. silent | correct | error) are shown through
 `:labels: silent = 复现; correct = 结果正确; error = 报错`; a word without a label is a build warning. This is where
@@ -19,14 +20,16 @@ from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
 
 from capture.keys import ROLES
-from capture.sphinxext.common import book, depend, report_answer, stale_mark, value_node, warn
+from capture.sphinxext.common import (book, depend, differs_option, logger, reader_why, report_answer, stale_mark,
+                                     value_node, warn)
 from capture.sphinxext.tables import parse_pairs, table_node
 
 
 class VerdictMatrixDirective(SphinxDirective):
     optional_arguments = 1
     final_argument_whitespace = True
-    option_spec = {"rows": directives.unchanged_required, "roles": directives.unchanged, "labels": directives.unchanged}
+    option_spec = {"rows": directives.unchanged_required, "roles": directives.unchanged, "labels": directives.unchanged,
+                   "differs": directives.unchanged}
 
     def run(self):
         b = book(self.env)
@@ -35,6 +38,7 @@ class VerdictMatrixDirective(SphinxDirective):
             rows = parse_pairs(self.options["rows"], ":rows:")
             self.labels = dict(parse_pairs(self.options["labels"], ":labels:")) if "labels" in self.options else {}
             roles = [r.strip() for r in self.options.get("roles", "cpu, gpu").split(",") if r.strip()]
+            self.differs = differs_option(self.options.get("differs"))
             bad = [r for r in roles if r not in ROLES]
             if bad:
                 raise ValueError(f":roles: {bad} (use cpu, gpu)")
@@ -61,7 +65,7 @@ class VerdictMatrixDirective(SphinxDirective):
         return [table]
 
     def _cell(self, b, expr, plat, where):
-        ans = b.answer(expr, plat)
+        ans = b.answer(expr, plat, self.differs)
         if ans.error:
             report_answer(ans, where, f"verdict-matrix {expr}")
             return nodes.inline("", "？", classes=["book-na"])
@@ -71,7 +75,11 @@ class VerdictMatrixDirective(SphinxDirective):
             node["title"] = st.detail
             return node
         val = getattr(ans.value, "v", ans.value)
-        if isinstance(val, bool):
+        why = getattr(ans.value, "why", "")
+        if val is None and why:  # the measurements cannot tell (capture/verdict.py)
+            logger.info(f"verdict-matrix: {expr} cannot be decided on {plat}: {why}", location=where)
+            text, cls = "说不清", "undecided"
+        elif isinstance(val, bool):
             text, cls = ("是", "yes") if val else ("否", "no")
         elif isinstance(val, str) and val in self.labels:
             text, cls = self.labels[val], val
@@ -82,6 +90,8 @@ class VerdictMatrixDirective(SphinxDirective):
             return nodes.inline("", "？", classes=["book-na"])
         out = nodes.inline(classes=["book-verdict", f"book-verdict-{cls}"])
         out += value_node(self.env, b, ans, text)
+        if why:
+            out.children[-1]["reftitle"] = reader_why(why)
         devices = sorted({st.fragment.meta.get("device") for st in ans.states if st.fragment is not None} - {None})
         if devices:
             out += nodes.inline("", f"（{'、'.join(devices)}）", classes=["book-verdict-device"])

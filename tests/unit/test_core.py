@@ -107,11 +107,12 @@ def test_query_aggregates_arithmetic_and_claims():
     assert ev.eval("median(e@cpu:t)").v == 2e-3
     assert ev.eval("e@cpu:t{run=1}").v == 1e-3
     assert ev.eval("median(e@cpu:t) / e@cpu:u").v == pytest.approx(2000)
-    assert ev.eval("max(e@cpu:t) > 2 * min(e@cpu:t)").v is True
+    assert ev.eval("max(e@cpu:t) > 0.1 * min(e@cpu:t)").v is True
+    assert ev.eval("max(e@cpu:t) > 2 * min(e@cpu:t)").v is None  # 3 ms against 2 ms: within the noise margin
     r = ev.eval("range(e@cpu:t)")
     assert isinstance(r, Range) and (r.lo, r.hi) == (1e-3, 3e-3)
     with pytest.raises(QueryError, match="selects 3 records; aggregate it"):
-        ev.eval("e@cpu:t > 0")
+        ev.eval("e@cpu:t + 0")
     with pytest.raises(MissingData):
         ev.eval("median(e@cpu:nothing)")
     with pytest.raises(QueryError, match="unsupported expression"):

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use bookrec::{fmt_duration, measure, record, record_duration, record_stats, Stats};
+use bookrec::{fmt_duration, measure, record_duration, record_stats, Stats};
 use burn::tensor::{Device, Distribution, Tensor};
 
 use crate::device::tags;
@@ -16,7 +16,9 @@ pub fn ret(dev: &str, device: &Device, n: usize) {
     let mut runs: Vec<(Duration, Duration)> = Vec::new();
     // ANCHOR: ret
     let a = rand(n, device);
-    let _ = a.clone().exp().into_data(); // 第一次调用（编译内核）放到计时之外
+    for _ in 0..3 {
+        let _ = a.clone().exp().into_data(); // 前几次调用（编译内核、预热）放到计时之外
+    }
     device.sync().unwrap();
     for i in 0..5 {
         let t = Instant::now();
@@ -43,12 +45,6 @@ pub fn ret(dev: &str, device: &Device, n: usize) {
     let (r, s) = (Stats::from_samples(&returned), Stats::from_samples(&synced));
     record_stats("ret.returned", &r, &tags);
     record_stats("ret.synced", &s, &tags);
-    record(
-        "ret.returns_before_done",
-        r.median < s.median / 2,
-        "",
-        &tags,
-    );
 }
 
 pub fn drop_results(dev: &str, device: &Device, n: usize, reps: u32) {
@@ -81,7 +77,5 @@ pub fn drop_results(dev: &str, device: &Device, n: usize, reps: u32) {
         let tags = tags.with("round", round);
         record_duration("drop.dropped_per_eval", dropped, &tags);
         record_stats("drop.kept", &k, &tags);
-        let executes = dropped > k.median / 2;
-        record("drop.dropped_executes", executes, "", &tags);
     }
 }

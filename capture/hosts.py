@@ -1,0 +1,106 @@
+"""One platform, one machine: regenerate refuses to write a platform from a host that is not its machine.
+
+A platform's machine is the fingerprint in its platform.json (capture/fingerprint.py). A host with
+another fingerprint gets a refusal that changes no file, with the two ways on:
+
+- capture this host as a platform of its own (`BOOK_PLATFORM=<new key> nox -s regenerate`, then
+  add the key to `book_platforms` in conf.py), or
+- adopt the platform on this host (`nox -s regenerate -- --adopt`): every fragment this host can
+  make is captured into a staging store (.capture/adopt/<key>/), and only when all of them are
+  captured does the staged folder replace the platform's folder, identity included. An adoption
+  that fails or is interrupted leaves the old platform whole; running --adopt again continues it.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+from pathlib import Path
+
+from capture import fingerprint as fpmod
+from capture import identity as identitymod
+from capture.paths import Layout
+from capture.store import Store
+
+COMPLETE = "complete"  # marker in a staging folder whose fragments are all captured (the swap may finish it)
+
+
+class HostMismatch(RuntimeError):
+    """This host is not the machine of the platform it would write; the message says what to do."""
+
+
+def machine_of(store: Store, key: str) -> tuple[dict | None, str]:
+    """The fingerprint of the platform's machine and where it was read from; (None, "") for a new platform."""
+    p = identitymod.path(store.root, key)
+    ident = identitymod.read(store.root, key)  # IdentityError (a broken file) propagates: fix it first
+    if ident is not None:
+        return ident.host, str(p)
+    metas = [f.meta for k in store.keys(key) if (f := store.read(key, k)) is not None and not f.corrupt]
+    if not metas:
+        return None, ""
+    hosts = [h for m in metas if (h := fpmod.of_fragment(m)) is not None]
+    return (hosts[0] if hosts else None), f"{store.root / key} (its fragments)"
+
+
+def guard(layout: Layout, store: Store, key: str, here: dict) -> None:
+    """Raise HostMismatch when `key` is another machine's platform. Writes nothing."""
+    finish_swap(layout, store, key)
+    want, source = machine_of(store, key)
+    if want is None or fpmod.same(want, here):
+        return
+    n = len(store.keys(key))
+    diffs = "\n".join(f"  {d}" for d in fpmod.differences(want, here))
+    new_key = fpmod.suggest_key(here)
+    raise HostMismatch(
+        f"this host is not the machine whose fragments are under {layout.rel(store.root / key)}:\n"
+        f"  that platform: {fpmod.describe(want)} ({layout.rel(Path(source.split(' (')[0]))})\n"
+        f"  this host:     {fpmod.describe(here)}\n"
+        f"what differs (platform vs this host):\n{diffs}\n"
+        "Nothing was written. Two ways on:\n"
+        f"  - capture this host as a platform of its own: BOOK_PLATFORM={new_key} nox -s regenerate\n"
+        f"    (then add \"{new_key}\" to book_platforms in conf.py so the pages show it)\n"
+        f"  - or adopt {key} on this host: nox -s regenerate -- --adopt\n"
+        f"    (captures all of its fragments here, {n} now; the platform and its identity are replaced only\n"
+        "    when every one is captured, so an interrupted adoption leaves the old platform whole)"
+    )
+
+
+def staging(layout: Layout, key: str) -> Store:
+    return Store(layout.root / ".capture" / "adopt" / key)
+
+
+def finish_swap(layout: Layout, store: Store, key: str) -> None:
+    """Complete a swap that was cut between its two renames (only a hard kill can do that)."""
+    stage = staging(layout, key)
+    live, new = store.root / key, stage.root / key
+    if not live.exists() and (stage.root / COMPLETE).is_file() and new.is_dir():
+        os.replace(new, live)
+
+
+def swap(layout: Layout, store: Store, key: str) -> None:
+    """Replace the platform's folder by the staged one (two renames, signals deferred), then drop the old."""
+    from capture.runner import signals_deferred
+
+    stage = staging(layout, key)
+    live, new = store.root / key, stage.root / key
+    old = stage.root.parent / f".{key}.replaced-{os.getpid()}"
+    (stage.root / COMPLETE).write_text("all fragments captured\n", encoding="utf-8")
+    with signals_deferred():
+        if live.exists():
+            try:
+                os.replace(live, old)
+            except OSError as e:
+                if e.errno != errno.EXDEV:
+                    raise
+                shutil.move(str(live), str(old))
+        try:
+            os.replace(new, live)
+        except OSError as e:
+            if e.errno != errno.EXDEV:
+                raise
+            tmp = store.root / f".{key}.adopting-{os.getpid()}"
+            shutil.copytree(new, tmp)
+            os.replace(tmp, live)
+    shutil.rmtree(old, ignore_errors=True)
+    shutil.rmtree(stage.root, ignore_errors=True)

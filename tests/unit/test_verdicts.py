@@ -1,0 +1,135 @@
+"""Yes, no or cannot tell: the verdict rule (capture/verdict.py) and the query language that applies it."""
+
+import itertools
+import random
+
+import pytest
+
+from capture import alike, fingerprint, verdict
+from capture.query import Evaluator, MissingData, QueryError, parse_refs
+
+
+def ev(records):
+    def lookup(ref):
+        recs = [r for r in records if r["name"] == ref.name and all(r["tags"].get(k) == v for k, v in ref.tags)]
+        if not recs:
+            raise MissingData(ref.text, "none")
+        return recs
+
+    return Evaluator(lookup, lambda ref: records)
+
+
+def rec(name, value, unit="s", **tags):
+    return {"name": name, "value": value, "unit": unit, "tags": {k: str(v) for k, v in tags.items()}}
+
+
+@pytest.mark.parametrize("left, right, want", [
+    ((1.0, 1.1), (3.0, 3.5), True),     # apart by more than 2x: yes
+    ((1.0, 1.6), (3.0, 3.5), None),     # 1.6 * 2 > 3.0: the spreads are too close to tell
+    ((7.5, 8.0), (3.0, 3.5), False),    # 7.5 > 2 * 3.5: clearly not below
+    ((5.0, 6.0), (3.0, 3.5), None),
+])
+def test_two_timings_need_a_gap_of_the_noise_margin(left, right, want):
+    assert verdict.decide("lt", left, right, noise=2) is want
+    flipped = {True: False, False: True, None: None}[want]
+    assert verdict.decide("gt", left, right, noise=2) is flipped
+
+
+def test_exact_values_compare_plainly():
+    assert verdict.decide("lt", (3, 3), (4, 4), noise=0) is True
+    assert verdict.decide("ge", (3, 3), (4, 4), noise=0) is False
+
+
+def test_no_factor_within_the_noise_turns_a_yes_into_a_no():
+    """The rule's promise, checked on many random cases: every measured side off by a factor in
+    [1/NOISE, NOISE] per repeat can make a verdict undecided, never its opposite."""
+    rng = random.Random(7)
+    for _ in range(20000):
+        a = sorted(rng.uniform(0.1, 10) for _ in range(rng.randint(1, 4)))
+        b = sorted(rng.uniform(0.1, 10) for _ in range(rng.randint(1, 4)))
+        before = verdict.decide("lt", (a[0], a[-1]), (b[0], b[-1]), noise=2)
+        if before is None:
+            continue
+        na = sorted(x * rng.uniform(1 / verdict.NOISE, verdict.NOISE) for x in a)
+        nb = sorted(x * rng.uniform(1 / verdict.NOISE, verdict.NOISE) for x in b)
+        after = verdict.decide("lt", (na[0], na[-1]), (nb[0], nb[-1]), noise=2)
+        assert after is None or after is before, (a, b, na, nb)
+
+
+def test_a_median_record_brings_the_spread_of_its_repeats():
+    e = ev([rec("x.min", 1.0), rec("x.median", 1.2), rec("x.max", 1.9), rec("y", 3.5)])
+    v = e.eval("t@cpu:x.median")
+    assert (v.v, v.lo, v.hi, v.noise) == (1.2, 1.0, 1.9, 1)
+    assert e.eval("t@cpu:x.median < t@cpu:y").v is None  # 1.9 * 2 > 3.5: the slowest repeat is too close
+    assert e.eval("t@cpu:x.median < 2 * t@cpu:y").v is True
+
+
+def test_lists_compare_record_by_record_and_all_names_the_deciding_one():
+    recs = [rec("d", v, round=r) for r, v in enumerate([0.9, 0.01, 0.95])]
+    recs += [rec("k.min", 1.0, round=r) for r in range(3)]
+    e = ev(recs)
+    out = e.eval("all(t@cpu:d > 0.25 * t@cpu:k.min)")
+    assert out.v is False and "{round=1}" in out.why and "0.01" in out.why
+    assert e.eval("any(t@cpu:d > 0.25 * t@cpu:k.min)").v is True
+    assert e.eval("not any(t@cpu:d{round=1} > 0.25 * t@cpu:k.min{round=1})").v is True
+
+
+def test_kleene_logic_keeps_cannot_tell():
+    e = ev([rec("a", 1.0), rec("b", 1.5), rec("c", 10.0)])
+    assert e.eval("t@cpu:a < t@cpu:b").v is None
+    assert e.eval("t@cpu:a < t@cpu:b and t@cpu:a < t@cpu:c").v is None
+    assert e.eval("t@cpu:a < t@cpu:b or t@cpu:a < t@cpu:c").v is True
+    assert e.eval("t@cpu:a < t@cpu:b and t@cpu:c < t@cpu:a").v is False
+    assert e.eval("not t@cpu:a < t@cpu:b").v is None
+
+
+@pytest.mark.parametrize("expr, message", [
+    ("t@cpu:a - t@cpu:b < 1", "difference of two measurements"),
+    ("t@cpu:a < t@cpu:w", "compares a number with 'text'"),
+    ("t@cpu:a == t@cpu:b", "never exactly equal"),
+    ("t@cpu:big * t@cpu:big > 1", "too large"),
+    ("median(t@cpu:w) > 1", "takes numbers"),
+])
+def test_mistakes_are_messages_not_tracebacks(expr, message):
+    e = ev([rec("a", 1.0), rec("b", 2.0), rec("w", "text", unit=""), rec("big", 1e300, unit="")])
+    with pytest.raises(QueryError, match=message):
+        e.eval(expr)
+
+
+def test_conditions_that_differ_are_named_unless_pinned_or_declared():
+    refs = parse_refs("a@cpu:x{size=4} < b@cpu:x{size=8}")[1]
+    conds = [{"size": {"4"}, "caches": {"cold"}}, {"size": {"8"}, "caches": {"warm"}}]
+    out = alike.mismatches(list(zip(refs, conds)))
+    assert out == ["a@cpu:x{size=4} and b@cpu:x{size=8} differ in caches: cold vs warm"]
+    assert alike.mismatches(list(zip(refs, conds)), differs=("caches",)) == []
+    unpinned = parse_refs("a@cpu:x < b@cpu:x")[1]
+    assert any("size" in m for m in alike.mismatches(list(zip(unpinned, conds)), differs=("caches",)))
+
+
+def test_and_separates_statements_about_different_things():
+    assert alike.groups("a@cpu:x < b@cpu:y and c@gpu:z > 2 * d@gpu:w") == [[0, 1], [2, 3]]
+    assert alike.groups("all(a@cpu:x > 0.25 * b@cpu:y)") == [[0, 1]]
+
+
+@pytest.mark.parametrize("gib, klass", [(23.5, 32), (125.8, 128), (64.0, 64), (15.6, 16), (None, None)])
+def test_memory_class(gib, klass):
+    assert fingerprint.memory_class(gib) == klass
+
+
+def test_fingerprint_of_a_machine_record_and_its_differences():
+    intel = {"arch": "x86_64", "cpu": "Intel(R) Xeon(R) Processor", "cores": 2, "memory_gib": 23.5,
+             "gpu": None, "os_pretty": "Debian GNU/Linux 12 (bookworm)"}
+    amd = {**intel, "cpu": "AMD EPYC", "memory_gib": 23.4}
+    a, b = fingerprint.of_machine(intel), fingerprint.of_machine(amd)
+    assert (a["os"], a["os_major"], a["gpu_count"]) == ("Debian GNU/Linux", "12", 0)
+    assert fingerprint.differences(a, b) == ["cpu: 'Intel(R) Xeon(R) Processor' vs 'AMD EPYC'"]
+    assert fingerprint.same(a, fingerprint.of_machine({**intel, "os_pretty": "Debian GNU/Linux 12.5"}))
+    h200 = fingerprint.of_machine({"arch": "x86_64", "cpu": "Intel(R) Xeon(R) Processor", "cores": 16,
+                                   "memory_gib": 125.8, "gpu": "NVIDIA H200", "os_pretty": "Ubuntu 24.04.3 LTS"})
+    assert (h200["gpu_count"], h200["os"], h200["os_major"]) == (1, "Ubuntu", "24")
+
+
+def test_every_pair_of_spreads_either_decides_or_abstains_symmetrically():
+    for (a, b), (c, d) in itertools.product(itertools.combinations([0.5, 1, 2, 4, 8], 2), repeat=2):
+        lt, gt = verdict.decide("lt", (a, b), (c, d), 2), verdict.decide("gt", (a, b), (c, d), 2)
+        assert (lt is None) == (gt is None) and (lt is None or lt != gt)
