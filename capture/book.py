@@ -268,7 +268,7 @@ class Book:
                 seen[ref] = recs
             return recs
 
-        return Evaluator(lookup, lambda ref: fragment(ref).records)
+        return Evaluator(lookup)
 
     def unlike(self, expr: str, platform: str, seen: dict, differs: tuple[str, ...] = ()) -> tuple[str, ...]:
         """What an evaluated expression compares unlike (capture/alike.py), from the records it read."""

@@ -179,6 +179,14 @@ def cmd_restamp(args, layout: Layout) -> int:
     return 0
 
 
+def cmd_noise(args, layout: Layout) -> int:
+    from capture.noise import render, run
+
+    reports = run(layout.root, args.seeds)
+    print(render(reports, args.seeds))
+    return 1 if any(r.flips for r in reports) else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m capture", description=__doc__)
     p.add_argument("--root", help="repository root (default: found from the current folder)")
@@ -221,6 +229,10 @@ def main(argv: list[str] | None = None) -> int:
     u.add_argument("--vulkan-loader", action=argparse.BooleanOptionalAction, default=None,
                    help="include Debian's Vulkan loader packages (default: when burn is built for Vulkan)")
     u.set_defaults(fn=cmd_bundle)
+
+    n = sub.add_parser("noise", help="every timing off by up to 2x, N seeds: do the pages' verdicts hold (or become cannot tell)?")
+    n.add_argument("--seeds", type=int, default=10)
+    n.set_defaults(fn=cmd_noise)
 
     t = sub.add_parser("restamp", help="carry fragments that were fresh over a change of the inputs-hash scheme (no rerun)")
     t.set_defaults(fn=cmd_restamp)

@@ -11,8 +11,8 @@ A reference that selects several records is a list: aggregate it (min, median, m
 mean, count) for a number, or compare it element by element (records paired by the tags that tell
 them apart, e.g. round) and ask all() or any(). Evaluation happens on one platform at a time.
 
-Every number keeps its spread (the lowest and highest repeat behind it) and how many timings went
-into it; a comparison that involves a measurement answers yes, no or cannot tell, by the one rule
+Every number keeps its spread (the lowest and highest of the repeats, rounds or processes behind it)
+and how many timings went into it; a comparison that involves a measurement answers yes, no or cannot tell, by the one rule
 in capture/verdict.py. Each verdict carries `why`: the comparison that decided it, with the values
 and spreads of both sides, naming the record (inside all() / any() too).
 """
@@ -125,24 +125,17 @@ def check_syntax(expr: str) -> None:
         raise QueryError(f"cannot parse {expr!r}: {e.msg}") from None
 
 
-def record_values(ref: Ref, records: list[dict], all_records: list[dict] | None = None) -> list[Value]:
-    """The records a reference selected, as Values; a `X.median` record takes its spread from its
-    `X.min` / `X.max` siblings with the same tags (in all_records, the fragment's records)."""
-    pool = all_records if all_records is not None else records
+def record_values(ref: Ref, records: list[dict]) -> list[Value]:
+    """The records a reference selected, as Values. A measured record is one repeat (a run, a round, a
+    process) or one statistic of a run (X.median): its spread comes from aggregating several of them
+    (median over processes spans their range), not from the min and max of the run, which one slow
+    repeat would stretch. Within one record the noise margin stands in for what was not repeated."""
     out = []
     for r in records:
         unit = r.get("unit", "")
         tags = tuple(sorted((r.get("tags") or {}).items()))
-        lo = hi = None
         noise = 1 if is_measured(unit) and _is_number(r["value"]) else 0
-        if noise:
-            lo = hi = r["value"]
-            if r["name"].endswith(".median"):
-                stem = r["name"][: -len(".median")]
-                sib = {s["name"][len(stem) + 1:]: s["value"] for s in pool
-                       if s["name"] in (stem + ".min", stem + ".max") and tuple(sorted((s.get("tags") or {}).items())) == tags
-                       and _is_number(s["value"])}
-                lo, hi = min(sib.get("min", lo), lo), max(sib.get("max", hi), hi)
+        lo = hi = r["value"] if noise else None
         picked = [f"{k}={v}" for k, v in tags if k not in dict(ref.tags)]
         label = ref.text + (f"{{{','.join(picked)}}}" if picked and len(records) > 1 else "")
         out.append(Value(r["value"], unit, (ref.key,), lo, hi, noise, "", label, tags))
@@ -240,15 +233,10 @@ FUNCS = ("min", "max", "median", "mean", "first", "last", "count", "range", "all
 
 
 class Evaluator:
-    """Evaluates expressions against a lookup(ref) -> list of record dicts on one platform.
+    """Evaluates expressions against a lookup(ref) -> list of record dicts on one platform."""
 
-    `siblings(ref)`, when given, returns all records of the fragment (for the spread of X.median);
-    otherwise the spread is looked for among the selected records only.
-    """
-
-    def __init__(self, lookup, siblings=None):
+    def __init__(self, lookup):
         self.lookup = lookup
-        self.siblings = siblings
 
     def refs(self, expr: str) -> list[Ref]:
         return parse_refs(expr)[1]
@@ -256,9 +244,7 @@ class Evaluator:
     def _env(self, refs: list[Ref]) -> dict:
         env = {}
         for i, ref in enumerate(refs):
-            recs = self.lookup(ref)
-            pool = self.siblings(ref) if self.siblings else None
-            env[f"__r{i}"] = record_values(ref, recs, pool)
+            env[f"__r{i}"] = record_values(ref, self.lookup(ref))
         return env
 
     def eval(self, expr: str):

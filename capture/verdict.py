@@ -3,9 +3,9 @@
 One rule for every comparison the book draws from records (claims, verdict matrices, chart
 branches, the noise test), in one place:
 
-- A value read from records carries its spread: the lowest and highest of the repeats and
-  processes behind it (a `X.median` record brings its `X.min` / `X.max` siblings; an aggregate
-  over runs, rounds or processes spans all of them). Exact values (counts, sizes, words) have none.
+- A value read from records carries its spread: the lowest and highest of the repeats behind it
+  (an aggregate over runs, rounds or processes spans all of them; one record alone is a point).
+  Exact values (counts, sizes, words) have none.
 - A measured value also carries its *noise degree*: how many timings multiply into it (1 for a
   timing or a rate, 2 for a ratio of two timings, 0 for a constant or a count).
 - A comparison of exact values is plain true/false. A comparison that involves a measurement is
@@ -17,7 +17,9 @@ branches, the noise test), in one place:
   then cannot, whatever per-repeat factor in [1/NOISE, NOISE] the measurements were off by.
 
 So `a < b` with two timings says yes when every repeat of a is more than 2x below every repeat of
-b, no when every repeat of a is more than 2x above every repeat of b. A claim that means "much
+b, no when every repeat of a is more than 2x above every repeat of b. (The spread is that of the
+values compared: the medians of three processes span their three medians; a run's min and max are
+records of their own, used where a page compares them, e.g. the fastest kept evaluation.) A claim that means "much
 less" says so with a factor (`a < 0.25 * b`) and gets its band around that factor.
 """
 

@@ -16,7 +16,7 @@ def ev(records):
             raise MissingData(ref.text, "none")
         return recs
 
-    return Evaluator(lookup, lambda ref: records)
+    return Evaluator(lookup)
 
 
 def rec(name, value, unit="s", **tags):
@@ -56,12 +56,13 @@ def test_no_factor_within_the_noise_turns_a_yes_into_a_no():
         assert after is None or after is before, (a, b, na, nb)
 
 
-def test_a_median_record_brings_the_spread_of_its_repeats():
-    e = ev([rec("x.min", 1.0), rec("x.median", 1.2), rec("x.max", 1.9), rec("y", 3.5)])
-    v = e.eval("t@cpu:x.median")
+def test_an_aggregate_spans_the_repeats_behind_it():
+    e = ev([rec("x.median", v, process=p) for p, v in enumerate([1.0, 1.2, 1.9], 1)] + [rec("y", 3.5)])
+    v = e.eval("median(t@cpu:x.median)")
     assert (v.v, v.lo, v.hi, v.noise) == (1.2, 1.0, 1.9, 1)
-    assert e.eval("t@cpu:x.median < t@cpu:y").v is None  # 1.9 * 2 > 3.5: the slowest repeat is too close
-    assert e.eval("t@cpu:x.median < 2 * t@cpu:y").v is True
+    assert e.eval("median(t@cpu:x.median) < t@cpu:y").v is None  # 1.9 * 2 > 3.5: the slowest process is too close
+    assert e.eval("median(t@cpu:x.median) < 2 * t@cpu:y").v is True
+    assert e.eval("min(t@cpu:x.median) < t@cpu:y").v is True  # the fastest process alone: 1.0 * 2 < 3.5
 
 
 def test_lists_compare_record_by_record_and_all_names_the_deciding_one():
