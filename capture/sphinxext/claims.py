@@ -15,7 +15,7 @@ from capture.book import WARN
 from capture.claims import WhereError, judge, parse_where
 from capture.manifest import ManifestError
 from capture.query import QueryError
-from capture.sphinxext.common import SCOPE, book, depend, differs_option, logger, notice, reader_why, scoped, warn
+from capture.sphinxext.common import SCOPE, book, depend, differs_option, logger, notice, reader_why, scoped, titled, warn
 
 
 class ClaimDirective(SphinxDirective):
@@ -72,8 +72,7 @@ class ClaimDirective(SphinxDirective):
                 cls = "book-claim-other"
             if v.stale:
                 text += "（数据来自较早的代码）"
-            mark = nodes.inline("", text, classes=["book-claim-mark", cls])
-            mark["title"] = reader_why(v.why) if v.why else ("数据支持这句话" if v.holds else "")
+            mark = titled(text, reader_why(v.why) if v.why else ("数据支持这句话" if v.holds else ""), ["book-claim-mark", cls])
             if len(marks):
                 marks += nodes.Text("　")
             marks += mark

@@ -137,6 +137,14 @@ def report_state(st: FragmentState, location, what: str) -> None:
                     f"it is re-made on that machine with: {st.fix}", location=location)
 
 
+def titled(text: str, title: str, classes=()) -> nodes.Element:
+    """Inline text with a tooltip: an <abbr title=...> (docutils drops `title` on a plain inline)."""
+    node = nodes.abbreviation(text, text, classes=list(classes))
+    if title:
+        node["explanation"] = title
+    return node
+
+
 def differs_option(text: str | None) -> tuple[str, ...]:
     """`:differs: threads, caches` -> ("threads", "caches"); an unknown condition is a ValueError."""
     from capture.alike import CONDITIONS
@@ -222,9 +230,7 @@ def stale_mark(b: Book, states) -> nodes.Node | None:
     if not stale:
         return None
     title = "；".join(f"{s.key} 在 {b.label(s.platform)} 上捕获之后改动了 {'、'.join(s.changed)}" for s in stale)
-    mark = nodes.inline("", "（旧）", classes=["book-stale-mark"])
-    mark["title"] = title
-    return mark
+    return titled("（旧）", title, ["book-stale-mark"])
 
 
 def fragment_href(env, platform: str, key, ext: str = "json") -> str:

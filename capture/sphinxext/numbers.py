@@ -16,7 +16,7 @@ from docutils import nodes
 from sphinx.util.docutils import SphinxRole
 
 from capture.fmt import fmt_value
-from capture.sphinxext.common import book, depend, differs_option, report_answer, scope, stale_mark, value_node, warn
+from capture.sphinxext.common import book, depend, differs_option, report_answer, scope, stale_mark, titled, value_node, warn
 
 NO_SCOPE = ("{role} names no platform: put the sentence in a {{per-platform}} block, give its claim a "
             ":platform:, or set book_platform in the page's front matter")
@@ -56,9 +56,7 @@ def scoped_platform(role, env, b, where):
 
 
 def na(rawtext: str, text: str, title: str) -> nodes.Node:
-    node = nodes.inline(rawtext, text, classes=["book-num", "book-na"])
-    node["title"] = title
-    return node
+    return titled(text, title, ["book-num", "book-na"])
 
 
 class NumRole(SphinxRole):

@@ -21,7 +21,7 @@ from sphinx.util.docutils import SphinxDirective
 
 from capture.keys import ROLES
 from capture.sphinxext.common import (book, depend, differs_option, logger, reader_why, report_answer, stale_mark,
-                                     value_node, warn)
+                                     titled, value_node, warn)
 from capture.sphinxext.tables import parse_pairs, table_node
 
 
@@ -71,9 +71,7 @@ class VerdictMatrixDirective(SphinxDirective):
             return nodes.inline("", "？", classes=["book-na"])
         if not ans.ok:
             st = ans.blocking
-            node = nodes.inline("", "未测" if st.state in ("not-applicable", "missing") else "—", classes=["book-na"])
-            node["title"] = st.detail
-            return node
+            return titled("未测" if st.state in ("not-applicable", "missing") else "—", st.detail, ["book-na"])
         val = getattr(ans.value, "v", ans.value)
         why = getattr(ans.value, "why", "")
         if val is None and why:  # the measurements cannot tell (capture/verdict.py)
