@@ -24,7 +24,7 @@ from capture import status
 from capture.fmt import fmt_value
 from capture.keys import FragmentKey
 from capture.query import Value
-from capture.sphinxext.common import book, depend, fragment_href, warn
+from capture.sphinxext.common import WAITING_FOR, book, depend, fragment_href, warn
 from capture.sphinxext.tables import table_node
 
 KINDS = ("totals", "experiments", "waiting")
@@ -35,10 +35,11 @@ STATE_WORDS = {
     "failed": "失败",
     "torn": "不完整",
     "corrupt": "损坏",
+    "foreign": "另一台机器的",
     "n/a": "不运行",
 }
 MARKS = {"fresh": "✓ ", "n/a": ""}  # every other state is a problem: ⚠
-TOTAL_COLUMNS = ("fresh", "stale", "missing", "failed", "torn", "corrupt", "n/a")
+TOTAL_COLUMNS = ("fresh", "stale", "missing", "failed", "torn", "corrupt", "foreign", "n/a")
 
 
 def _lines(*parts: nodes.Node | str | None, wrap: bool = False) -> nodes.inline:
@@ -138,10 +139,11 @@ class RanWhereDirective(SphinxDirective):
         body = []
         for key in keys:
             states = {p: by.get((p, str(key))) for p in plats}
-            lacking = [p for p in plats if states[p] in ("missing", "failed", "torn", "corrupt")]
+            lacking = [p for p in plats if states[p] in ("missing", "failed", "torn", "corrupt", "foreign")]
             if not lacking and any(s in ("fresh", "stale") for s in states.values()):
                 continue
-            who = "、".join(b.label(p) for p in lacking) if lacking else "一台能运行它的机器（已捕获的机器都不运行它）"
+            who = "、".join(b.label(p) for p in lacking) if lacking else \
+                f"{WAITING_FOR.get(b.awaiting(key), b.awaiting(key))}（已捕获的机器都不运行它）"
             cmd = f"nox -s regenerate -- --only {key.exp} --device {key.role}"
             body.append([nodes.literal(str(key), str(key)), nodes.Text(who), nodes.literal(cmd, cmd)])
         if not body:
