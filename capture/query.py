@@ -262,11 +262,6 @@ class Evaluator:
             out = out[0]
         return out
 
-    def explain(self, expr: str) -> list[str]:
-        """Why a yes/no expression came out as it did: the comparisons that decided it, with values."""
-        v = self.eval(expr)
-        return [v.why] if isinstance(v, Value) and v.why else []
-
 
 class _Ctx:
     def __init__(self, expr: str, refs: list[Ref]):
