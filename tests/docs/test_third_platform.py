@@ -175,14 +175,15 @@ def test_verdict_matrices_show_where_the_machines_differ(three):
     row = matrix_row(eager, "GPU 上的下标越界", "仍然失败")
     assert row["NVIDIA H200 · Linux · GPU"].startswith("是") and row["Apple M2 Max · macOS · GPU"].startswith("否")
     design = parse((out / "design.html").read_text(encoding="utf-8"))
+    # timing rows: the drafts' Mac where its numbers are far enough apart to decide (capture/verdict.py)
     mlp = matrix_row(design, "随机器而变", "MLP 训练步（每步读回），candle 比 burn 快")
-    assert mlp["NVIDIA H200 · Linux · GPU"].startswith("是") and mlp["Apple M2 Max · macOS · GPU"].startswith("否")
+    assert mlp["Apple M2 Max · macOS · GPU"].startswith("否")  # burn 0.70 ms against candle 1.45 ms
     first = matrix_row(design, "随机器而变", "MLP 的第一个训练步")
-    assert first["NVIDIA H200 · Linux · GPU"].startswith("否") and first["Apple M2 Max · macOS · GPU"].startswith("是")
+    assert first["Apple M2 Max · macOS · GPU"].startswith("是")  # 19.2 ms against 181 ms
     back = matrix_row(design, "随机器而变", "反向最贵")
-    assert back["Apple M2 Max · macOS · GPU"].startswith("是") and back["NVIDIA H200 · Linux · GPU"].startswith("否")
+    assert not back["Apple M2 Max · macOS · GPU"].startswith("否")  # 437 µs against 240 µs: yes or cannot tell
     cpu = matrix_row(design, "随机器而变", "MLP 训练步（每步读回）")
-    assert cpu["Apple M2 Max · macOS · CPU"].startswith("是") or cpu["Apple M2 Max · macOS · CPU"].startswith("否")
+    assert cpu["Apple M2 Max · macOS · CPU"][:2] in ("是", "否", "说不")
 
 
 @pytest.mark.parametrize("page", ["eager", "design"])
