@@ -8,6 +8,7 @@ scratch folder (.capture/runs/<platform>/<pid>-<random>/), removed when every jo
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import shutil
@@ -116,6 +117,8 @@ def needs_run(job: Job, force: bool) -> bool:
 
 def regenerate(layout: Layout, manifest: Manifest, platform: Platform, store: Store, opts: Options, out=sys.stderr) -> list[Outcome]:
     """Run what is stale (or everything, with force) and publish fragments. Returns one outcome per job."""
+    with contextlib.suppress(PathError):
+        store.repair(platform.key)  # a publish cut between its renames by a process now gone: the old pair back
     jobs = plan(layout, manifest, platform, store, opts)
     todo = [j for j in jobs if needs_run(j, opts.force)]
     outcomes: list[Outcome] = []
