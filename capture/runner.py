@@ -31,6 +31,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from capture import reaper
+
 DEFAULT_MAX_OUTPUT = 256 * 1024  # bytes of output (stdout+stderr) an experiment may print
 POLL_S = 0.05  # how often a running command's output size is looked at
 
@@ -94,7 +96,7 @@ class _Watchdog:
         self.owner = -1
         self.proc: subprocess.Popen | None = None
 
-    def _ensure(self) -> None:
+    def ensure(self) -> None:
         if self.owner == os.getpid() and self.proc is not None and self.proc.poll() is None:
             return
         self.proc = subprocess.Popen(
@@ -103,10 +105,11 @@ class _Watchdog:
             start_new_session=True, text=True, bufsize=1,
         )
         self.owner = os.getpid()
+        self.pid = self.proc.pid
 
     def tell(self, op: str, pgid: int) -> None:
         try:
-            self._ensure()
+            self.ensure()
             assert self.proc is not None and self.proc.stdin is not None
             self.proc.stdin.write(f"{op}{pgid}\n")
             self.proc.stdin.flush()
@@ -132,9 +135,15 @@ PR_SET_PDEATHSIG = 1
 
 
 def _child_setup(parent: int):
-    """preexec_fn: SIGKILL this process when its parent dies (Linux), and exit if that already happened."""
+    """preexec_fn: a snippet starts with every signal at its default and none blocked, however regenerate was
+    started (`nohup`, `cmd &` and some CI runners start it with SIGINT or SIGHUP ignored, which exec would pass
+    on); SIGKILL when its parent dies (Linux), and exit if that already happened."""
 
     def setup():
+        for sig in signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP}:
+            with contextlib.suppress(OSError, ValueError):
+                signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, [])
         if _PRCTL is not None:
             _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         if os.getppid() != parent:
@@ -221,11 +230,18 @@ def run(cmd: list[str], *, cwd: Path, env: dict[str, str], timeout: float, log: 
     log.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     timed_out = killed_for_output = False
+    with contextlib.suppress(OSError, ValueError):
+        _watchdog.ensure()
+    tree = reaper.Run(keep={_watchdog.pid} - {-1})
     with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-            start_new_session=True, preexec_fn=_child_setup(os.getpid()),
-        )
+        try:
+            proc = subprocess.Popen(
+                cmd, cwd=cwd, env=tree.env(env), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True, preexec_fn=_child_setup(os.getpid()),
+            )
+        except BaseException:
+            tree.end()
+            raise
         _watchdog.tell("+", proc.pid)
         try:
             deadline = time.monotonic() + timeout
@@ -250,6 +266,7 @@ def run(cmd: list[str], *, cwd: Path, env: dict[str, str], timeout: float, log: 
             _kill_group(proc)
             raise
         finally:
+            tree.end()  # and those that left the group or the session (capture/reaper.py)
             _watchdog.tell("-", proc.pid)
         size = os.fstat(out.fileno()).st_size
     wall = time.perf_counter() - start
