@@ -19,7 +19,7 @@ from pathlib import Path
 from capture import build as buildmod
 from capture import caches
 from capture import inputs as inputsmod
-from capture import sanitize
+from capture import repowatch, sanitize
 from capture.manifest import Experiment, Manifest
 from capture.paths import Layout, PathError
 from capture.platform import Platform, exec_failure, load_average, machine_record
@@ -174,6 +174,13 @@ class _Context:
         self._build_error = None
         self._run_dir: Path | None = None
 
+    def own_store(self, store: Store) -> bool:
+        """Whether `store` (this regenerate holds its lock) is the repository's fragment store."""
+        try:
+            return store.root.resolve() == self.layout.fragments.resolve()
+        except OSError:
+            return False
+
     @property
     def run_dir(self) -> Path:
         """This process's own scratch folder (never shared with another regenerate or check)."""
@@ -292,11 +299,13 @@ def _run_job(job: Job, ctx: _Context, store: Store, progress: Progress) -> Outco
     started = dt.datetime.now(dt.timezone.utc)
     load_before = load_average()
     expect = exp.expect[job.role]
+    watched = repowatch.take(ctx.layout, own_lock=ctx.own_store(store))
     try:
         result, parsed, rec_bytes, files = _run_processes(job, ctx, cmd, env, expect, scratch)
     except OSError as e:  # the program could not start: wrong binary format (ENOEXEC), not executable, missing
         _record_failure(store, job, ctx, exec_failure(cmd[0], e) + "\n", None, False, 0.0)
         return Outcome(job.key, "failed", exec_failure(cmd[0], e), old=job.old)
+    damage = _damage(ctx.layout, watched)
     load_after = load_average()
     meta = {
         "experiment": exp.id,
@@ -324,7 +333,7 @@ def _run_job(job: Job, ctx: _Context, store: Store, progress: Progress) -> Outco
         meta["processes"] = exp.processes
     if exp.caches:
         meta["caches"] = exp.caches
-    failure = _failure(exp, job, ctx, expect, result, meta["outcome"], parsed.errors, rec_bytes)
+    failure = damage or _failure(exp, job, ctx, expect, result, meta["outcome"], parsed.errors, rec_bytes)
     if not failure:
         with signals_deferred():
             store.write(ctx.platform.key, job.key, result.text, meta)
@@ -400,6 +409,21 @@ def _run_processes(job: Job, ctx: _Context, cmd: list[str], env: dict, expect, s
     combined = replace(result, text="".join(t if t.endswith("\n") or not t else t + "\n" for t in texts) if n > 1 else texts[0],
                        wall_s=wall)
     return combined, Parsed(records, errors), rec_bytes, files
+
+
+def _damage(layout: Layout, watched: repowatch.Snapshot) -> str:
+    """Why a run may not be published because it changed the repository ('' when it did not); the fragment
+    store is put back as it was before the run."""
+    files, store_files = repowatch.changes(layout, watched)
+    if not files and not store_files:
+        return ""
+    lost = repowatch.restore(layout, watched, store_files)
+    shown = [f"{f} (restored)" if f not in lost else f"{f} (NOT restored)" for f in store_files] + files
+    more = f" and {len(shown) - 20} more" if len(shown) > 20 else ""
+    them = "the others" if store_files else "them"
+    fix = f"; restore {them} with `git checkout -- {' '.join(files[:20])}` (or remove them if new)" if files else ""
+    return (f"the run changed files outside its scratch folder: {', '.join(shown[:20])}{more}. A run may write only "
+            f"in its scratch folder (the folder of BOOK_RECORDS){fix}; if you changed them yourself meanwhile, rerun")
 
 
 def _failure(exp: Experiment, job: Job, ctx: _Context, expect, result, outcome: str, record_errors: list[str], rec_bytes: int) -> str:

@@ -108,7 +108,52 @@ def truncated(L: Layout):
     p.write_bytes(data[: len(data) // 2])
 
 
+def git_repo(L: Layout) -> None:
+    """Make the book a git repository (everything committed; `ignored/` ignored): the watch then asks git."""
+    import subprocess
+
+    write(L.root / ".gitignore", "ignored/\n.capture/\n__pycache__/\n")
+    git = ["git", "-C", str(L.root), "-c", "user.name=t", "-c", "user.email=t@example.org", "-c", "init.defaultBranch=main"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "book"]):
+        subprocess.run(git + args, check=True, capture_output=True)
+
+
 # -- the table -----------------------------------------------------------------------------
+
+# A snippet that writes where it must not (the current folder is the repository's root).
+REPO_WRITE = """\
+import os, shutil
+FR = "docs/_fragments/linux-x86_64-cpu/"
+def write(path, text, mode="w"):
+    with open(path, mode) as f:
+        f.write(text)
+print("victim ok")
+"""
+G = f"docs/_fragments/{PLAT}/"
+REPO_ROWS = [
+    ("other-fragment-text", "write(FR + 'good-a@cpu.txt', 'vandal\\n')\n", f"changed files outside its scratch folder: {G}good-a@cpu.txt (restored)"),
+    ("other-fragment-json", "write(FR + 'good-b@cpu.json', '{}')\n", f"{G}good-b@cpu.json (restored)"),
+    ("other-fragment-appended", "write(FR + 'good-a@cpu.txt', 'more\\n', 'a')\n", f"{G}good-a@cpu.txt (restored)"),
+    ("other-fragment-deleted", "os.remove(FR + 'good-b@cpu.txt')\n", f"{G}good-b@cpu.txt (restored)"),
+    ("other-fragment-same-size-same-mtime",
+     "st = os.stat(FR + 'good-a@cpu.txt')\nwrite(FR + 'good-a@cpu.txt', 'X' * st.st_size)\nos.utime(FR + 'good-a@cpu.txt', ns=(st.st_atime_ns, st.st_mtime_ns))\n",
+     f"{G}good-a@cpu.txt (restored)"),
+    ("own-fragment", "write(FR + 'victim@cpu.txt', 'mine\\n')\n", f"{G}victim@cpu.txt (restored)"),
+    ("new-fragment", "write(FR + 'evil@cpu.json', '{}')\nwrite(FR + 'evil@cpu.txt', 'evil')\n",
+     f"{G}evil@cpu.json (restored), {G}evil@cpu.txt (restored)"),
+    ("platform-folder-replaced", "shutil.rmtree(FR)\nos.symlink('/tmp', FR.rstrip('/'))\n", f"{G}good-a@cpu.json (restored)"),
+    ("store-removed", "shutil.rmtree('docs/_fragments')\n", f"{G}good-b@cpu.txt (restored)"),
+    ("page", "write('docs/index.md', '# vandal\\n')\n",
+     "changed files outside its scratch folder: docs/index.md. A run may write only in its scratch folder … git checkout -- docs/index.md"),
+    ("manifest", "write('docs/experiments.toml', '# more\\n', 'a')\n", "changed files outside its scratch folder: docs/experiments.toml."),
+    ("snippet", "write('snippets/say.py', '# touched\\n', 'a')\n", "snippets/say.py"),
+]
+GIT_ROWS = [  # the same watch when the book is a git repository
+    ("tracked", "write('snippets/say.py', '# touched\\n', 'a')\n", "changed files outside its scratch folder: snippets/say.py.", "failed"),
+    ("untracked", "write('docs/new.md', '# new\\n')\n", "changed files outside its scratch folder: docs/new.md.", "failed"),
+    ("fragment", "write(FR + 'good-a@cpu.txt', 'vandal\\n')\n", f"{G}good-a@cpu.txt (restored)", "failed"),
+    ("ignored", "os.makedirs('ignored', exist_ok=True)\nwrite('ignored/x', 'x')\n", "ok", "ok"),
+]
 
 # Records files: (id, bytes a snippet wrote to BOOK_RECORDS, the message, whether the run may publish).
 RECORD_ROWS = [
@@ -257,6 +302,12 @@ CASES = [
     # records: see RECORD_ROWS
     *[Case(i, "records", records(raw), "regen", "ok" if ok else msg, "ok" if ok else "failed") for i, raw, msg, ok in RECORD_ROWS],
 
+    # a run that writes into the repository fails, naming what it changed; the fragment store is put back
+    *[Case(f"writes-{cid}", "repository", code(REPO_WRITE + body), "regen", message, "failed") for cid, body, message in REPO_ROWS],
+    *[Case(f"git-writes-{cid}", "repository", both(git_repo, code(REPO_WRITE + body)), "regen", message, state) for cid, body, message, state in GIT_ROWS],
+    Case("writes-scratch-only", "repository", code(REPO_WRITE + "write(os.path.join(os.path.dirname(os.environ['BOOK_RECORDS']), 'mine.txt'), 'x')\n"),
+         "regen", "ok", "ok"),
+
     # runs that end the wrong way keep the last good fragment
     Case("exit-1-unexpected", "run", code("raise SystemExit(1)\n"), "regen", "expected exit 0, got exit 1", "failed"),
     Case("hang-past-timeout", "run", both(code("import time\nprint('working', flush=True)\ntime.sleep(60)\n"), entry(S + "timeout = 1\n")), "regen", "expected exit 0, got timeout", "failed"),
@@ -379,4 +430,4 @@ def test_table_is_large_enough_and_covers_every_category():
     for c in CASES:
         cats[c.category] = cats.get(c.category, 0) + 1
     assert len(CASES) >= 60 and len({c.id for c in CASES}) == len(CASES)
-    assert {"manifest", "missing file", "path", "platform key", "corrupt store", "output cap", "records", "run"} <= set(cats)
+    assert {"manifest", "missing file", "path", "platform key", "corrupt store", "output cap", "records", "run", "repository"} <= set(cats)
