@@ -19,7 +19,7 @@ from pathlib import Path
 from capture import build as buildmod
 from capture import caches
 from capture import inputs as inputsmod
-from capture import repowatch, sanitize
+from capture import oserror, repowatch, sanitize
 from capture.manifest import Experiment, Manifest
 from capture.paths import Layout, PathError
 from capture.platform import Platform, exec_failure, load_average, machine_record
@@ -27,7 +27,7 @@ from capture.progress import Progress
 from capture.records import Parsed, read_file
 from capture.roles import cargo_features, resolve
 from capture.runner import Interrupted, run, signals_deferred, signals_interrupt
-from capture.store import Fragment, Store
+from capture.store import Fragment, Store, StoreUnusable
 from capture.versions import lock_versions, probe_python
 
 
@@ -127,7 +127,10 @@ def regenerate(layout: Layout, manifest: Manifest, platform: Platform, store: St
         if not j.device:
             outcomes.append(Outcome(j.key, "skipped", j.skip_reason))
             if platform.has_gpu:  # a GPU platform that cannot run this one says why, for the pages
-                store.write_skip(platform.key, j.key, j.skip_reason)
+                try:
+                    store.write_skip(platform.key, j.key, j.skip_reason)
+                except OSError as e:
+                    raise StoreUnusable(oserror.explain(e, "the fragment store", store.root / platform.key)) from None
         elif j not in todo:
             outcomes.append(Outcome(j.key, "fresh", old=j.old))
     for o in outcomes:
@@ -138,7 +141,10 @@ def regenerate(layout: Layout, manifest: Manifest, platform: Platform, store: St
 
     context = _Context(layout, platform, opts, manifest)
     with store.lock(), signals_interrupt():
-        _write_identity(store, context)
+        try:
+            _write_identity(store, context)
+        except OSError as e:
+            raise StoreUnusable(oserror.explain(e, "the fragment store", store.root / platform.key)) from None
         try:
             for job in todo:
                 progress.start(job.key, job.device)
@@ -151,9 +157,10 @@ def regenerate(layout: Layout, manifest: Manifest, platform: Platform, store: St
                                         None, False, 0.0)
                     progress.line(job.key, "failed", f"interrupted ({how})")
                     raise
-                except OSError as e:  # the store cannot take it (a folder where a file goes, a full disk): this job only
-                    outcome = Outcome(job.key, "failed", f"cannot write to the fragment store: {e}; fix that path, then rerun",
-                                      old=job.old)
+                except OSError as e:  # the store or the scratch folder cannot take it (read-only, full...): this job only
+                    outcome = Outcome(job.key, "failed", _os_failure(e, context, store), old=job.old)
+                except Exception as e:  # noqa: BLE001 -- an input no rule foresaw, or a bug: this job fails, the rest run
+                    outcome = _internal_error(job, context, store, e)
                 job.done = True
                 outcomes.append(outcome)
                 progress.line(job.key, outcome.status, outcome.message, outcome.wall_s)
@@ -161,6 +168,35 @@ def regenerate(layout: Layout, manifest: Manifest, platform: Platform, store: St
             context.close(clean=all(o.status != "failed" for o in outcomes) and all(j.done for j in todo))
     progress.summary(outcomes)
     return outcomes
+
+
+def _os_failure(e: OSError, ctx: "_Context", store: Store) -> str:
+    """Which folder refused (the scratch folder or the fragment store), its path, and the fix."""
+    where = oserror.path_of(e, store.root / ctx.platform.key)
+    scratch = str(ctx.layout.scratch)
+    if where == scratch or where.startswith(scratch + os.sep):
+        return oserror.explain(e, "the scratch folder", ctx.layout.scratch)
+    return oserror.explain(e, "the fragment store", store.root / ctx.platform.key)
+
+
+def _internal_error(job: Job, ctx: "_Context", store: Store, e: Exception) -> Outcome:
+    """A job that raised what no rule foresaw fails alone: its traceback goes to a log, a failure record says where."""
+    import traceback
+
+    where = "(no log: the scratch folder cannot be written)"
+    try:
+        log = ctx.run_dir / f"{job.key}.error.log"
+        log.write_text("".join(traceback.format_exception(e)), encoding="utf-8")
+        where = ctx.layout.rel(log)
+    except OSError:
+        pass
+    msg = (f"internal error while capturing {job.key} ({ctx.manifest.where(job.exp)}): {type(e).__name__}: {e}; "
+           f"the traceback is in {where}; please report it with that file")
+    try:
+        _record_failure(store, job, ctx, msg + "\n", None, False, 0.0)
+    except Exception:  # noqa: BLE001 -- the outcome still says it
+        pass
+    return Outcome(job.key, "failed", msg, old=job.old)
 
 
 class _Context:
@@ -333,7 +369,8 @@ def _run_job(job: Job, ctx: _Context, store: Store, progress: Progress) -> Outco
         meta["processes"] = exp.processes
     if exp.caches:
         meta["caches"] = exp.caches
-    failure = damage or _failure(exp, job, ctx, expect, result, meta["outcome"], parsed.errors, rec_bytes)
+    failure = damage or _scratch_full(ctx, scratch, expect, result) or \
+        _failure(exp, job, ctx, expect, result, meta["outcome"], parsed.errors, rec_bytes)
     if not failure:
         with signals_deferred():
             store.write(ctx.platform.key, job.key, result.text, meta)
@@ -424,6 +461,16 @@ def _damage(layout: Layout, watched: repowatch.Snapshot) -> str:
     fix = f"; restore {them} with `git checkout -- {' '.join(files[:20])}` (or remove them if new)" if files else ""
     return (f"the run changed files outside its scratch folder: {', '.join(shown[:20])}{more}. A run may write only "
             f"in its scratch folder (the folder of BOOK_RECORDS){fix}; if you changed them yourself meanwhile, rerun")
+
+
+def _scratch_full(ctx: _Context, scratch: Path, expect, result) -> str:
+    """A run that failed because its scratch folder's disk is full says so (its output there may be empty)."""
+    if expect.met_by(result.exit_status, result.timed_out) and not result.over_cap:
+        return ""
+    if not oserror.full(scratch):
+        return ""
+    return (f"the scratch folder {ctx.layout.rel(scratch)} is full (no space left on device): the run could not write "
+            f"its output or records there ({result.output_bytes} bytes kept); free space on that disk, then run the command again")
 
 
 def _failure(exp: Experiment, job: Job, ctx: _Context, expect, result, outcome: str, record_errors: list[str], rec_bytes: int) -> str:

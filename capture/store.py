@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from capture import atomic
+from capture import atomic, oserror
 from capture.keys import PLATFORM_KEY, FragmentKey, check_platform_key
 from capture.paths import PathError, contained
 
@@ -315,7 +315,7 @@ class Store:
         except PathError as e:
             raise StoreUnusable(str(e)) from None
         except OSError as e:
-            raise StoreUnusable(unwritable(e, self.root)) from None
+            raise StoreUnusable(oserror.explain(e, "the fragment store", self.root)) from None
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise StoreUnusable(f"lock file {path} is not a plain file; remove it, then run the command again")
@@ -334,7 +334,7 @@ class Store:
                 os.ftruncate(fd, 0)
                 os.pwrite(fd, f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}".encode(), 0)
             except OSError as e:
-                raise StoreUnusable(unwritable(e, path)) from None
+                raise StoreUnusable(oserror.explain(e, "the fragment store", path)) from None
             yield
         finally:
             os.close(fd)
@@ -342,17 +342,3 @@ class Store:
 
 EDITED = ("edited after the capture: the text is not the one {js} vouches for, and no interrupted write explains it "
           "(restore it from git, or capture it again)")
-
-
-def unwritable(e: OSError, where: Path) -> str:
-    """A located message for a store folder or file that cannot be written (read-only, full, not a folder)."""
-    import errno
-
-    path = e.filename or where
-    if e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        fix = "make it writable (chmod u+w, or a writable checkout), then run the command again"
-    elif e.errno in (errno.ENOSPC, errno.EDQUOT):
-        fix = "the disk is full: free space there, then run the command again"
-    else:
-        fix = "fix that path, then run the command again"
-    return f"cannot write to the fragment store: {path}: {e.strerror or e}; {fix}"

@@ -170,6 +170,12 @@ RECORD_ROWS = [
     ("record-not-object", b'[1, 2]\n', "line 1: a record is a JSON object, not list", False),
     ("record-bad-utf8", b'{"name": "r", "value": 1}\n{"name": "\xff", "value": 2}\n', "line 2: not UTF-8 (byte 0xff at column 11)", False),
     ("record-bad-json-middle", b'{"name": "r", "value": 1}\n{"name": \n{"name": "s", "value": 2}\n', "line 2: Expecting value", False),
+    ("record-huge-int", b'{"name": "r", "value": 1' + b"0" * 400 + b'}\n', "line 1: record 'r': value an integer of 401 digits is too large for a number", False),
+    ("record-huge-int-tag", b'{"name": "r", "value": 1, "tags": {"n": 1' + b"0" * 400 + b'}}\n', "record 'r': tag 'n': an integer of 401 digits", False),
+    ("record-int-past-digit-limit", b'{"name": "r", "value": 1' + b"0" * 5000 + b'}\n', "line 1: an integer of more than 4300 digits is too large", False),
+    ("record-lone-surrogate", b'{"name": "r", "value": "a\\ud800"}\n', "record 'r': value 'a\\ud800' is not valid Unicode text (a lone surrogate '\\ud800' at character 2)", False),
+    ("record-surrogate-name", b'{"name": "\\udfff", "value": 1}\n', "line 1: name '\\udfff' is not valid Unicode text", False),
+    ("record-surrogate-unit", b'{"name": "r", "value": 1, "unit": "\\ud800"}\n', "record 'r': unit '\\ud800' is not valid Unicode text", False),
     ("record-half-last-line", b'{"name": "r", "value": 1}\n{"name": "s", "va', "ok", True),
 ]
 
@@ -286,7 +292,7 @@ CASES = [
     Case("skipped-json-corrupt", "corrupt store", frag(f"{VICTIM}.skipped.json", b"nope"), "status", f"corrupt: … {VICTIM}.skipped.json: JSONDecodeError", "corrupt"),
     Case("skipped-json-corrupt-regen", "corrupt store", frag(f"{VICTIM}.skipped.json", b"[]"), "regen", "ok", "ok"),
     Case("json-is-a-folder", "corrupt store", lambda L: ((L.fragments / PLAT / f"{VICTIM}.json").unlink(), (L.fragments / PLAT / f"{VICTIM}.json").mkdir()),
-         "regen", "cannot write to the fragment store: [Errno 21] Is a directory", "unchanged"),
+         "regen", f"cannot write to the fragment store: … {VICTIM}.json: Is a directory; fix that path, then run the command again", "unchanged"),
     Case("check-corrupt-committed", "corrupt store", truncated, "check", f"{VICTIM}: committed fragment is corrupt", "corrupt"),
 
     # output caps
@@ -431,3 +437,29 @@ def test_table_is_large_enough_and_covers_every_category():
         cats[c.category] = cats.get(c.category, 0) + 1
     assert len(CASES) >= 60 and len({c.id for c in CASES}) == len(CASES)
     assert {"manifest", "missing file", "path", "platform key", "corrupt store", "output cap", "records", "run", "repository"} <= set(cats)
+
+
+def test_an_unforeseen_error_fails_its_job_alone(fb, monkeypatch):
+    """Whatever a job raises that no rule foresaw, that job fails with a located message and a log of the
+    traceback; the batch goes on and the last good fragment stays."""
+    import capture.regenerate as regen
+
+    real = regen.sanitize.records
+
+    def records(recs, places):
+        if any(r["name"] == "victim.value" for r in recs):
+            raise RuntimeError("no rule for this")
+        return real(recs, places)
+
+    monkeypatch.setattr(regen.sanitize, "records", records)
+    before = snapshot(fb)
+    outcomes, log = run(fb, force=True, only=["victim", "after"])
+    assert outcomes["after@cpu"].status == "ok", log
+    msg = outcomes[VICTIM].message
+    assert msg.startswith(f"internal error while capturing {VICTIM} (docs/experiments.toml:{V_LINE}: experiment victim): "
+                          "RuntimeError: no rule for this; the traceback is in .capture/runs/"), msg
+    log_file = fb.root / msg.split("the traceback is in ")[1].split(";")[0]
+    assert "Traceback" in log_file.read_text() and "Traceback" not in log
+    assert_victim(fb, "failed", before, snapshot(fb))
+    for good in GOODS:
+        assert key_files(snapshot(fb), good) == key_files(before, good)
