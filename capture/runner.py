@@ -166,6 +166,13 @@ class Interrupted(KeyboardInterrupt):
 def signals_interrupt():
     """Turn SIGTERM and SIGHUP into Interrupted (a KeyboardInterrupt) while jobs run; restored after.
 
+    A signal this process was started with ignored stays ignored: `nohup` ignores SIGHUP so that a job
+    survives the end of the terminal session, and a shell starts a background job (`cmd &` without job
+    control) with SIGINT and SIGQUIT ignored so that a Ctrl-C meant for the foreground does not stop it.
+    Python keeps an inherited SIGINT ignored for the same reason; regenerate does not undo that choice
+    (`kill -TERM` still stops it cleanly). The snippets it runs start with every signal at its default
+    (_child_setup), however regenerate itself was started.
+
     Only from the main thread (Python delivers signals there); elsewhere nothing changes.
     """
     if not hasattr(signal, "SIGHUP") or not threading_main():
@@ -175,7 +182,8 @@ def signals_interrupt():
     def handler(signum, frame):
         raise Interrupted(signum)
 
-    saved = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    saved = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGHUP)
+             if signal.getsignal(sig) != signal.SIG_IGN}
     try:
         yield
     finally:
