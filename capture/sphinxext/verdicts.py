@@ -18,6 +18,7 @@ from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
 
+from capture.controls import visible
 from capture.keys import ROLES
 from capture.sphinxext.common import book, depend, report_answer, stale_mark, value_node, warn
 from capture.sphinxext.tables import parse_pairs, table_node
@@ -84,7 +85,7 @@ class VerdictMatrixDirective(SphinxDirective):
         out += value_node(self.env, b, ans, text)
         devices = sorted({st.fragment.meta.get("device") for st in ans.states if st.fragment is not None} - {None})
         if devices:
-            out += nodes.inline("", f"（{'、'.join(devices)}）", classes=["book-verdict-device"])
+            out += nodes.inline("", visible(f"（{'、'.join(devices)}）"), classes=["book-verdict-device"])
         mark = stale_mark(b, ans.states)
         if mark is not None:
             out += mark
