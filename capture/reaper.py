@@ -122,6 +122,22 @@ def _with_token(token: str) -> set[int]:
     return {pid for pid, (_, _, cmd) in _table_ps(env=True).items() if needle in cmd.split()}
 
 
+def kill_tagged(token: str, patience: float = 5.0) -> None:
+    """Kill every process that carries the run's token, and what is under them (the watchdog's last act, when
+    the process that ran the run is gone and can no longer reap its tree)."""
+    deadline = time.monotonic() + patience
+    while time.monotonic() < deadline:
+        table = _table()
+        tagged = _with_token(token)
+        alive = {p for p in tagged | _below(table, tagged) if p in table and table[p][1] != "Z"} - {os.getpid()}
+        if not alive:
+            return
+        for pid in alive:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        time.sleep(0.02)
+
+
 # -- one run -------------------------------------------------------------------------------------
 
 class Run:

@@ -7,7 +7,8 @@ two guards make it die with the parent anyway:
 
 - a watchdog process (one per parent, started on first use, in its own session) holds the read end
   of a pipe whose write end only the parent has. When the parent dies for any reason, SIGKILL
-  included, the pipe reaches end-of-file and the watchdog kills every group still registered.
+  included, the pipe reaches end-of-file and the watchdog kills every group still registered, and
+  every process that carries a registered run's token (those that left the group: capture/reaper.py).
   This works on Linux and macOS alike.
 - on Linux the command's first process also asks the kernel for SIGKILL when its parent dies
   (prctl PR_SET_PDEATHSIG), which covers the moment before the watchdog knows the group.
@@ -78,15 +79,23 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 _WATCHDOG = r"""
 import os, signal, sys
-live = set()
+live = {}
 for line in sys.stdin:
-    op, pgid = line[:1], int(line[1:])
-    (live.add if op == "+" else live.discard)(pgid)
+    op, pgid, token = line[:1], *line[1:].split()
+    if op == "+":
+        live[int(pgid)] = token
+    else:
+        live.pop(int(pgid), None)
 for pgid in live:  # the parent is gone: nothing it started may outlive it
     try:
         os.killpg(pgid, signal.SIGKILL)
     except OSError:
         pass
+if live:  # and what left the group: the run's token in the environment finds it (capture/reaper.py)
+    sys.path.insert(0, sys.argv[1])
+    from capture.reaper import kill_tagged
+    for token in live.values():
+        kill_tagged(token)
 """
 
 
@@ -100,18 +109,18 @@ class _Watchdog:
         if self.owner == os.getpid() and self.proc is not None and self.proc.poll() is None:
             return
         self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", _WATCHDOG],
+            [sys.executable, "-I", "-S", "-c", _WATCHDOG, str(Path(__file__).resolve().parents[1])],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True, text=True, bufsize=1,
         )
         self.owner = os.getpid()
         self.pid = self.proc.pid
 
-    def tell(self, op: str, pgid: int) -> None:
+    def tell(self, op: str, pgid: int, token: str) -> None:
         try:
             self.ensure()
             assert self.proc is not None and self.proc.stdin is not None
-            self.proc.stdin.write(f"{op}{pgid}\n")
+            self.proc.stdin.write(f"{op}{pgid} {token}\n")
             self.proc.stdin.flush()
         except (OSError, ValueError):  # the watchdog died: the next run starts a new one
             self.proc = None
@@ -250,7 +259,7 @@ def run(cmd: list[str], *, cwd: Path, env: dict[str, str], timeout: float, log: 
         except BaseException:
             tree.end()
             raise
-        _watchdog.tell("+", proc.pid)
+        _watchdog.tell("+", proc.pid, tree.token)
         try:
             deadline = time.monotonic() + timeout
             while proc.poll() is None:
@@ -275,7 +284,7 @@ def run(cmd: list[str], *, cwd: Path, env: dict[str, str], timeout: float, log: 
             raise
         finally:
             tree.end()  # and those that left the group or the session (capture/reaper.py)
-            _watchdog.tell("-", proc.pid)
+            _watchdog.tell("-", proc.pid, tree.token)
         size = os.fstat(out.fileno()).st_size
     wall = time.perf_counter() - start
     text = _read_kept(log, size, max_output)

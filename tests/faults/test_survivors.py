@@ -1,5 +1,6 @@
 """Nothing a run starts outlives it: a child that left the group with setsid, or a daemon that forked twice,
-is killed when its run ends, however it ends (exit 0, a failure, a timeout, a signal to regenerate).
+is killed when its run ends, however it ends (exit 0, a failure, a timeout, a signal to regenerate, SIGKILL
+included: then the watchdog finds them by the run's token).
 
 Real processes: the snippet starts a process that escapes and writes a heartbeat file every 50 ms; after the
 run that process must be gone and the file must stop growing. Every row also checks that the good fragments
@@ -94,7 +95,7 @@ def test_an_escaped_process_ends_with_its_run(fb, tmp_path, kind, ending, status
 
 
 @linux_only
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=lambda s: s.name)
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL], ids=lambda s: s.name)
 @pytest.mark.parametrize("kind", ["setsid", "daemon"])
 def test_an_escaped_process_ends_when_regenerate_is_stopped(fb, tmp_path, kind, sig):
     pidfile = setup_escape(fb, tmp_path, kind, "hang")
@@ -106,7 +107,7 @@ def test_an_escaped_process_ends_when_regenerate_is_stopped(fb, tmp_path, kind, 
         assert wait_for(pidfile.is_file, 60), proc.communicate(timeout=30)[0] if proc.poll() is not None else "no pid file"
         os.kill(proc.pid, sig)
         out, _ = proc.communicate(timeout=60)
-        assert proc.returncode == 128 + sig, out
+        assert proc.returncode == (-sig if sig == signal.SIGKILL else 128 + sig), out
         assert_stopped(pidfile)
     finally:
         if proc.poll() is None:
