@@ -4,6 +4,11 @@ Nothing is lost when a run fails or is interrupted: a failure (a wrong exit, a t
 past max_output, invalid records, a missing script or crate, Ctrl-C, SIGTERM, SIGHUP) is written
 beside the last good fragment as <key>.failed.*, which stays as it was. Each process has its own
 scratch folder (.capture/runs/<platform>/<pid>-<random>/), removed when every job succeeded.
+
+A run may change nothing in the repository outside that folder (capture/repowatch.py): one that did
+fails, naming the files, and the fragment store is put back as it was before the run. Every process a
+run starts ends with it (capture/reaper.py). A job that fails in a way no rule foresaw fails alone:
+the rest of the batch runs, and its traceback goes to a log in the scratch folder.
 """
 
 from __future__ import annotations

@@ -14,7 +14,6 @@ import shutil
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -82,15 +81,16 @@ def publish(s: Store, method: str) -> None:
         s.write_failure(PLAT, KEY, "new failure\n", {"inputs_hash": "new", "failure": "new"})
 
 
+TEXTS = {("write", "old"): OLD_TEXT, ("write", "new"): NEW_TEXT,
+         ("write_failure", "old"): "old failure\n", ("write_failure", "new"): "new failure\n"}
+
+
 def pair_is_old_or_new(s: Store, method: str, raised: bool) -> None:
+    """A whole pair: the old one after an error, the new one after success."""
     frag = s.read(PLAT, KEY, failed=method == "write_failure")
     assert frag is not None and not frag.torn and not frag.corrupt, frag
-    old, new = ("old", "new")
-    got = frag.meta["inputs_hash"]
-    assert got == (old if raised else new) or (not raised and got == new), (raised, got)
-    want_text = {("write", "old"): OLD_TEXT, ("write", "new"): NEW_TEXT,
-                 ("write_failure", "old"): "old failure\n", ("write_failure", "new"): "new failure\n"}[(method, got)]
-    assert frag.text == want_text
+    want = "old" if raised else "new"
+    assert frag.meta["inputs_hash"] == want and frag.text == TEXTS[(method, want)], (raised, frag.meta["inputs_hash"])
 
 
 CASES = [(m, e) for m in ("write", "write_failure") for e in (errno.ENOSPC, errno.EIO, errno.EROFS)]
