@@ -24,6 +24,8 @@ import os
 import secrets
 from pathlib import Path
 
+from capture import reaper
+
 OLD = ".old.tmp"  # suffix of a kept old file
 TMP = ".tmp"
 
@@ -127,16 +129,7 @@ def owner_alive(name: str) -> bool:
     parts = _parts(name)
     if len(parts) != 3 or not parts[1].isdigit():
         return False
-    pid = int(parts[1])
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return int(parts[1]) == os.getpid() or reaper.alive(int(parts[1]))
 
 
 def leftovers(path: Path, suffix: str = TMP) -> list[Path]:

@@ -52,6 +52,17 @@ def _set_subreaper(on: bool) -> bool:
     return _PRCTL is not None and _PRCTL(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0
 
 
+def alive(pid: int) -> bool:
+    """Whether process `pid` exists (one of another user counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 # -- the process table ---------------------------------------------------------------------------
 
 def _table_proc() -> dict[int, tuple[int, str]]:

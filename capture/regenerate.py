@@ -24,7 +24,7 @@ from pathlib import Path
 from capture import build as buildmod
 from capture import caches
 from capture import inputs as inputsmod
-from capture import oserror, repowatch, sanitize
+from capture import oserror, reaper, repowatch, sanitize
 from capture.manifest import Experiment, Manifest
 from capture.paths import Layout, PathError
 from capture.platform import Platform, exec_failure, load_average, machine_record
@@ -236,7 +236,7 @@ class _Context:
             shutil.rmtree(self._run_dir, ignore_errors=True)
             for old in self._run_dir.parent.iterdir():
                 pid = old.name.split("-", 1)[0]
-                if old.is_dir() and pid.isdigit() and not _alive(int(pid)):
+                if old.is_dir() and pid.isdigit() and not reaper.alive(int(pid)):
                     shutil.rmtree(old, ignore_errors=True)
 
 
@@ -280,16 +280,6 @@ def _write_identity(store: Store, ctx: "_Context") -> None:
         b = buildmod.load_prebuilt(ctx.opts.prebuilt)
         prebuilt = {"gpu_devices": b.gpu_devices, "features": b.features}
     identity.write(store.root, identity.of_machine(ctx.platform, ctx.machine, prebuilt))
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _command(job: Job, ctx: _Context, progress: Progress) -> tuple[list[str], dict]:
