@@ -8,8 +8,8 @@ renamed over the target. A rename replaces a symlink itself, never the file it p
 synced first, then the old first file is kept under a hard link, then the two renames. An error at
 any step (a full disk, a file system that refuses a rename) leaves the old pair: before the first
 rename nothing has changed, and an error at the second rename puts the kept file back. Only a process
-killed between the two renames (SIGKILL, power loss) can leave them mixed; what it leaves behind (the
-kept old file, the new second file) is the evidence `interrupted` finds and `repair` uses.
+killed between the two renames (SIGKILL, power loss) can leave them mixed; the kept old file it leaves
+behind is the evidence that capture.store's Store.interrupted finds and Store.repair puts back.
 
 Every temporary name is `.<name>.<pid>.<random>.tmp` (`.old.tmp` for a kept file), gitignored, and
 belongs to the live process `pid`; `sweep` removes those of dead processes. All I/O goes through `os`
@@ -107,7 +107,7 @@ def write_pair(first: Path, first_data: str | bytes, second: Path, second_data: 
             rolled_back = True
             raise
     finally:
-        # a failed roll-back keeps the old first file: the evidence `interrupted` reads, and what `repair` restores
+        # a failed roll-back keeps the old first file: the evidence of an interrupted publish, and what repair restores
         _discard(t1, t2, kept if rolled_back else None)
     _sync_folder(first.parent)
 
@@ -139,7 +139,7 @@ def leftovers(path: Path, suffix: str = TMP) -> list[Path]:
                  if p.name.count(".") >= 3 and (suffix == OLD or not p.name.endswith(OLD))]
     except OSError:
         return []
-    return sorted(found, key=lambda p: _mtime(p), reverse=True)
+    return sorted(found, key=_mtime, reverse=True)
 
 
 def _glob_escape(name: str) -> str:

@@ -17,7 +17,7 @@ from capture import inputs as inputsmod
 from capture.manifest import load
 from capture.paths import Layout
 from capture.store import Store
-from tests.faults.faultbook import PLAT, REPO, write
+from tests.faults.faultbook import PLAT, REPO, snapshot, write
 
 # (id, the recorded text, what the page must show for it)
 ROWS = [
@@ -82,12 +82,14 @@ def built(tmp_path_factory):
                                                           "experiment": "data", "role": "cpu", "device": "cpu"})
     write(root / "docs/index.md", page())
     write(root / "conf.py", CONF.format(root=str(root)))
+    before = snapshot(layout)
     env = {"BOOK_CHART_CACHE": str(tmp / "charts")}
     import os
 
     r = subprocess.run([sys.executable, "-m", "sphinx", "-n", "--keep-going", "-b", "html", "-c", str(root), str(root / "docs"),
                         str(tmp / "html")], capture_output=True, text=True, timeout=600, env={**os.environ, **env})
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    assert snapshot(layout) == before, "the build changed the fragment store"
     return {"html": (tmp / "html" / "index.html").read_text(encoding="utf-8"), "log": r.stderr}
 
 
