@@ -23,6 +23,7 @@ import fcntl
 import filecmp
 import json
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -95,9 +96,12 @@ def copy_if_changed(src: Path, dest: Path) -> bool:
     if dest.is_file() and filecmp.cmp(src, dest, shallow=False):
         return False
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(dest.name + ".tmp")
-    shutil.copyfile(src, tmp)
-    os.replace(tmp, dest)
+    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.{secrets.token_hex(3)}.tmp")  # two builds never share it
+    try:
+        shutil.copyfile(src, tmp)
+        os.replace(tmp, dest)
+    finally:
+        tmp.unlink(missing_ok=True)
     return True
 
 

@@ -109,11 +109,36 @@ def cargo_build(layout: Layout, features: list[str], log: Path, echo=None) -> Bi
     return Binaries(layout.cargo_target / "release", features, rustc_version())
 
 
-def load_prebuilt(dir: Path) -> Binaries:
+# The fields of build-info.json and their types; a file that breaks them was not written by build-prebuilt.
+_INFO_TYPES = {"features": list, "gpu_devices": dict, "sources_digest": str, "binaries": dict}
+_REBUILD = "rebuild it with `python -m capture bundle --out .device` (or `build-prebuilt --out DIR`) on a machine with cargo"
+
+
+def read_build_info(dir: Path) -> dict:
+    """build-info.json of a --prebuilt folder, checked; a located SystemExit when it cannot be used."""
     info_path = dir / BUILD_INFO
+    if not dir.is_dir():
+        raise SystemExit(f"error: --prebuilt {dir}: no such folder; {_REBUILD}")
     if not info_path.is_file():
-        raise SystemExit(f"error: {info_path} missing: prebuilt binaries come from `python -m capture build-prebuilt`")
-    info = json.loads(info_path.read_text(encoding="utf-8"))
+        raise SystemExit(f"error: {info_path} missing; prebuilt binaries come from `python -m capture bundle --out .device` "
+                         "(or `build-prebuilt --out DIR`) on a machine with cargo")
+    try:
+        info = json.loads(info_path.read_bytes().decode("utf-8"))
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"error: {info_path}: not a readable build-info file ({type(e).__name__}: {e}); {_REBUILD}") from None
+    if not isinstance(info, dict):
+        raise SystemExit(f"error: {info_path}: a JSON {type(info).__name__}, not an object; {_REBUILD}")
+    for key, typ in _INFO_TYPES.items():
+        if key in info and not isinstance(info[key], typ):
+            raise SystemExit(f"error: {info_path}: {key!r} is a {type(info[key]).__name__}, not a {typ.__name__}; {_REBUILD}")
+    if not all(isinstance(f, str) for f in info.get("features", [])) or \
+            not all(isinstance(k, str) and isinstance(v, str) for k, v in info.get("gpu_devices", {}).items()):
+        raise SystemExit(f"error: {info_path}: 'features' and 'gpu_devices' hold strings only; {_REBUILD}")
+    return info
+
+
+def load_prebuilt(dir: Path) -> Binaries:
+    info = read_build_info(dir)
     return Binaries(
         dir,
         info.get("features", []),

@@ -11,7 +11,8 @@ from capture import manifest as manifestmod
 from capture.keys import check_platform_key
 from capture.paths import Layout, find_root
 from capture.platform import Platform, detect
-from capture.store import Store, StoreLocked
+from capture import oserror
+from capture.store import Store, StoreLocked, StoreUnusable
 
 
 def _common(layout: Layout):
@@ -40,6 +41,7 @@ def cmd_regenerate(args, layout: Layout) -> int:
 
     manifest, store = _common(layout)
     platform = _platform()
+    _check_python(args.python)
     if args.prebuilt:
         from capture.prebuilt import verify
 
@@ -54,7 +56,7 @@ def cmd_regenerate(args, layout: Layout) -> int:
     except StoreLocked as e:
         print(f"error: {e}", file=sys.stderr)
         return 3
-    except (HostMismatch, IdentityError) as e:
+    except (HostMismatch, IdentityError, StoreUnusable) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except manifestmod.ManifestError as e:
@@ -72,6 +74,16 @@ def cmd_regenerate(args, layout: Layout) -> int:
             print(text, file=sys.stderr)
     failed = [o for o in outcomes if o.status == "failed"]
     return 1 if failed else 0
+
+
+def _check_python(python: str | None) -> None:
+    """--python must name a Python 3 interpreter: said once, before anything runs."""
+    if python:
+        from capture.versions import interpreter_problem
+
+        why = interpreter_problem(python)
+        if why:
+            raise SystemExit(f"error: {why}")
 
 
 def cmd_status(args, layout: Layout) -> int:
@@ -129,6 +141,7 @@ def cmd_check(args, layout: Layout) -> int:
     from capture.check import check
 
     manifest, store = _common(layout)
+    _check_python(args.python)
     try:
         return check(layout, manifest, store, _platform(), only=args.only, roles=args.device, python=args.python or sys.executable)
     except manifestmod.ManifestError as e:
@@ -175,7 +188,7 @@ def cmd_restamp(args, layout: Layout) -> int:
     for p in res.identities:
         print(f"restamp: wrote {layout.rel(store.root / p / 'platform.json')} from its fragments' metadata")
     for s in res.stale:
-        print(f"restamp: left as it was (stale before the scheme changed): {s}")
+        print(f"restamp: left as it was: {s}")
     return 0
 
 
@@ -239,4 +252,15 @@ def main(argv: list[str] | None = None) -> int:
 
     args = p.parse_args(argv)
     layout = Layout(Path(args.root).resolve() if args.root else find_root())
-    return args.fn(args, layout)
+    try:
+        return args.fn(args, layout)
+    except KeyboardInterrupt:  # regenerate and check say more themselves; elsewhere nothing is left half-written
+        print(f"{args.cmd} interrupted (Ctrl-C); every file it wrote is whole (each is written to a temporary "
+              "name and renamed)", file=sys.stderr)
+        return 130
+    except StoreUnusable as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:  # the file system refused: say where, not a traceback
+        print(f"error: {args.cmd}: {oserror.plain(e)}", file=sys.stderr)
+        return 2

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 
+from capture.controls import visible
 from capture.query import Range, Value
 
 _TIME = [(1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")]
@@ -60,7 +61,7 @@ def fmt_value(v, digits: int = 3, style: str = "") -> str:
     if isinstance(x, bool):
         return "是" if x else "否"
     if isinstance(x, str):
-        return x
+        return visible(x)  # a recorded text, shown as text: control characters as symbols
     if x is None:
         return "—"
     if style == "ratio":

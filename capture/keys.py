@@ -11,6 +11,9 @@ from dataclasses import dataclass
 
 ROLES = ("cpu", "gpu")
 EXPERIMENT_ID = re.compile(r"[a-z0-9][a-z0-9._-]*")
+# An id names files (<id>@<role>.failed.json, and temporary names about 40 characters longer): file systems
+# allow 255 bytes a name, and a reader must be able to type it.
+EXPERIMENT_ID_MAX = 64
 # A platform key names a folder under docs/_fragments: lowercase letters and digits in words joined
 # by single '-' or '_' (linux-x86_64-cpu). No dots, slashes or leading separators: it cannot leave the store.
 PLATFORM_KEY = re.compile(r"[a-z0-9]+(?:[-_][a-z0-9]+)*")
@@ -42,6 +45,8 @@ class FragmentKey:
             raise KeyError_(f"{text!r}: write experiment@cpu or experiment@gpu")
         if not EXPERIMENT_ID.fullmatch(exp):
             raise KeyError_(f"{text!r}: an experiment id is lowercase letters, digits, '.', '_' or '-'")
+        if len(exp) > EXPERIMENT_ID_MAX:
+            raise KeyError_(f"{text[:40]!r}...: an experiment id has at most {EXPERIMENT_ID_MAX} characters, not {len(exp)}")
         return cls(exp, role)
 
     def __str__(self) -> str:

@@ -15,7 +15,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from capture.keys import EXPERIMENT_ID
+from capture.keys import EXPERIMENT_ID, EXPERIMENT_ID_MAX
 from capture.paths import CRATE_NAME, PathError, relative_shape
 from capture.runner import DEFAULT_MAX_OUTPUT
 
@@ -121,6 +121,8 @@ class Manifest:
             if e.id == exp_id:
                 return e
         known = ", ".join(e.id for e in self.experiments)
+        if len(exp_id) > EXPERIMENT_ID_MAX:
+            raise ManifestError(f"{self.path}: no experiment {exp_id[:40] + '...'!r} ({len(exp_id)} characters; known: {known})")
         raise ManifestError(f"{self.path}: no experiment {exp_id!r} (known: {known})")
 
     def select(self, only: list[str] | None) -> list[Experiment]:
@@ -182,7 +184,8 @@ def _per_role(value, roles, conv, what):
 
 def _args(v, what: str) -> tuple[str, ...]:
     args = _string_list(v, what)
-    for a in args:
+    for i, a in enumerate(args):
+        _no_nul(a, f"{what}[{i}]")
         for name in re.findall(r"\{([^{}]*)\}", a):
             if name not in PLACEHOLDERS:
                 known = ", ".join("{" + p + "}" for p in PLACEHOLDERS)
@@ -241,6 +244,7 @@ def _env(v) -> dict[str, str]:
             raise ValueError(f"env: {k!r} is not an environment variable name")
         if not isinstance(x, str):
             raise ValueError(f"env.{k} must be a string (write {str(x).lower() if isinstance(x, bool) else x!s} in quotes), not {_show(x)}")
+        _no_nul(x, f"env.{k}")
     return dict(v)
 
 
@@ -362,7 +366,7 @@ def load(path: Path) -> Manifest:
     for i, raw in enumerate(entries):
         line = lines.entry(i)
         exp_id = raw.get("id") if isinstance(raw, dict) else None
-        name = exp_id if isinstance(exp_id, str) else "?"
+        name = (exp_id if len(exp_id) <= EXPERIMENT_ID_MAX else exp_id[:40] + "...") if isinstance(exp_id, str) else "?"
         where = f"{shown}:{line}: experiment {name}"
         if not isinstance(raw, dict):
             errors.append(f"{where}: an [[experiment]] entry must be a table, not {_show(raw)}")
@@ -397,7 +401,7 @@ def _parse_one(raw: dict, defaults: dict, line: int, problems: list[str]) -> Exp
 
     if "id" not in raw:
         problems.append("no id")
-    exp_id = get("id", lambda v: v if isinstance(v, str) and EXPERIMENT_ID.fullmatch(v) else _bad_id(v))
+    exp_id = get("id", _id)
     framework = get("framework", lambda v: _choice(v, FRAMEWORKS, "framework"), "none")
     script = get("script", _script)
     crate = get("crate", lambda v: _name(v, "crate"))
@@ -436,8 +440,18 @@ def _parse_one(raw: dict, defaults: dict, line: int, problems: list[str]) -> Exp
     )
 
 
-def _bad_id(v):
-    raise ValueError(f"id must be a string of lowercase letters, digits, '.', '_' or '-' (starting with a letter or digit), not {_show(v)}")
+def _id(v, what: str = "id") -> str:
+    if not isinstance(v, str) or not EXPERIMENT_ID.fullmatch(v):
+        raise ValueError(f"id must be a string of lowercase letters, digits, '.', '_' or '-' (starting with a letter or digit), not {_show(v)}")
+    if len(v) > EXPERIMENT_ID_MAX:
+        raise ValueError(f"id has {len(v)} characters; at most {EXPERIMENT_ID_MAX} (it names files): shorten {_show(v)}")
+    return v
+
+
+def _no_nul(s: str, what: str) -> None:
+    if "\0" in s:
+        raise ValueError(f"{what} {_show(s)} holds a NUL character (\\0 or \\u0000), which no program argument or "
+                         "environment value can carry; remove it")
 
 
 def _default(defaults: dict, key: str, check, fallback):

@@ -75,7 +75,7 @@ def build_prebuilt(layout: Layout, gpu: str, out: Path, echo=print, candle_cuda:
 
 
 def verify(layout: Layout, dir: Path) -> None:
-    info = json.loads((dir / buildmod.BUILD_INFO).read_text(encoding="utf-8"))
+    info = buildmod.read_build_info(dir)
     here = sources_digest(layout)
     if info.get("sources_digest") != here:
         raise SystemExit(

@@ -7,6 +7,14 @@ import threading
 import time
 
 
+LINE_MAX = 300  # characters of one echoed line; the whole text stays in the log or failure record
+
+
+def cut(line: str, limit: int = LINE_MAX) -> str:
+    """One line for the terminal: at most `limit` characters, saying how much was left out."""
+    return line if len(line) <= limit else f"{line[:limit]} [... {len(line) - limit} more characters]"
+
+
 class Progress:
     def __init__(self, total: int, out=sys.stderr):
         self.total, self.out, self.n = total, out, 0
@@ -46,7 +54,7 @@ class Progress:
 
     def tick(self, text: str):
         """A line of a long sub-step (e.g. cargo's 'Compiling x'): shown live on a terminal only."""
-        self._last_tick = text.strip()
+        self._last_tick = cut(text.strip())
 
     def note(self, text: str):
         self._clear()
@@ -59,9 +67,9 @@ class Progress:
         self._live = None if status != "running" else self._live
         t = f"{wall:7.1f}s" if wall else " " * 8
         first, *rest = (message or "").splitlines() or [""]
-        self.out.write(f"[{self.n:>3}/{self.total}] {status:<7} {t} {key}  {first}\n")
+        self.out.write(f"[{self.n:>3}/{self.total}] {status:<7} {t} {key}  {cut(first, 4 * LINE_MAX)}\n")
         for r in rest:
-            self.out.write(f"                          | {r}\n")
+            self.out.write(f"                          | {cut(r)}\n")
         self.out.flush()
 
     def summary(self, outcomes):

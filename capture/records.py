@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,10 +26,27 @@ class Parsed:
     errors: list[str] = field(default_factory=list)  # "line N: why"
 
 
+def _text_problem(s: str) -> str | None:
+    """A string JSON can hold but UTF-8 cannot (a lone surrogate such as \\ud800)."""
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError as e:
+        return f"{s[:40]!r} is not valid Unicode text (a lone surrogate {s[e.start]!r} at character {e.start + 1})"
+    return None
+
+
 def _scalar_problem(v: object) -> str | None:
-    if isinstance(v, bool) or isinstance(v, str):
+    if isinstance(v, bool):
         return None
-    if isinstance(v, (int, float)):
+    if isinstance(v, str):
+        return _text_problem(v)
+    if isinstance(v, int):
+        try:
+            float(v)
+        except OverflowError:
+            return f"an integer of {len(str(abs(v)))} digits is too large for a number (at most about 1.8e308)"
+        return None
+    if isinstance(v, float):
         return None if math.isfinite(v) else f"{v!r} is not a finite number"
     return f"{json.dumps(v)[:40]} is a {type(v).__name__}, not a number, string or bool"
 
@@ -43,6 +61,8 @@ def record_problem(rec: object) -> str | None:
     name = rec.get("name")
     if not isinstance(name, str) or not name.strip():
         return f"name must be a non-empty string, not {name!r}"
+    if _text_problem(name):
+        return f"name {_text_problem(name)}"
     if "value" not in rec:
         return f"record {name!r} has no value"
     why = _scalar_problem(rec["value"])
@@ -50,11 +70,13 @@ def record_problem(rec: object) -> str | None:
         return f"record {name!r}: value {why}"
     if not isinstance(rec.get("unit", ""), str):
         return f"record {name!r}: unit must be a string, not {rec['unit']!r}"
+    if _text_problem(rec.get("unit", "")):
+        return f"record {name!r}: unit {_text_problem(rec['unit'])}"
     tags = rec.get("tags", {})
     if not isinstance(tags, dict):
         return f"record {name!r}: tags must be an object of scalars, not {type(tags).__name__}"
     for k, v in tags.items():
-        why = _scalar_problem(v)
+        why = _text_problem(k) or _scalar_problem(v)
         if why:
             return f"record {name!r}: tag {k!r}: {why}"
     return None
@@ -83,6 +105,8 @@ def parse_records(data: bytes) -> Parsed:
         except ValueError as e:
             if last_unterminated and isinstance(e, json.JSONDecodeError):
                 continue
+            if not isinstance(e, json.JSONDecodeError) and "integer string conversion" in str(e):
+                e = ValueError(f"an integer of more than {sys.get_int_max_str_digits()} digits is too large for a number")
             out.errors.append(f"line {n}: {e}")
             continue
         why = record_problem(rec)

@@ -4,10 +4,16 @@ Nothing is lost when a run fails or is interrupted: a failure (a wrong exit, a t
 past max_output, invalid records, a missing script or crate, Ctrl-C, SIGTERM, SIGHUP) is written
 beside the last good fragment as <key>.failed.*, which stays as it was. Each process has its own
 scratch folder (.capture/runs/<platform>/<pid>-<random>/), removed when every job succeeded.
+
+A run may change nothing in the repository outside that folder (capture/repowatch.py): one that did
+fails, naming the files, and the fragment store is put back as it was before the run. Every process a
+run starts ends with it (capture/reaper.py). A job that fails in a way no rule foresaw fails alone:
+the rest of the batch runs, and its traceback goes to a log in the scratch folder.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import shutil
@@ -19,7 +25,7 @@ from capture import build as buildmod
 from capture import caches
 from capture import fingerprint, hosts
 from capture import inputs as inputsmod
-from capture import sanitize
+from capture import oserror, reaper, repowatch, sanitize
 from capture.manifest import Experiment, Manifest
 from capture.paths import Layout, PathError
 from capture.platform import Platform, exec_failure, load_average, machine_record
@@ -27,7 +33,7 @@ from capture.progress import Progress
 from capture.records import Parsed, read_file
 from capture.roles import cargo_features, resolve
 from capture.runner import Interrupted, run, signals_deferred, signals_interrupt
-from capture.store import Fragment, Store
+from capture.store import Fragment, Store, StoreUnusable
 from capture.versions import lock_versions, probe_python
 
 
@@ -126,6 +132,8 @@ def regenerate(layout: Layout, manifest: Manifest, platform: Platform, store: St
     if opts.adopt:
         return _adopt(layout, manifest, platform, store, opts, here, out)
     hosts.guard(layout, store, platform.key, here)
+    with contextlib.suppress(PathError):
+        store.repair(platform.key)  # a publish cut between its renames by a process now gone: the old pair back
     jobs = plan(layout, manifest, platform, store, opts)
     todo = [j for j in jobs if needs_run(j, opts.force)]
     outcomes: list[Outcome] = []
@@ -134,7 +142,10 @@ def regenerate(layout: Layout, manifest: Manifest, platform: Platform, store: St
         if not j.device:
             outcomes.append(Outcome(j.key, "skipped", j.skip_reason))
             if platform.has_gpu:  # a GPU platform that cannot run this one says why, for the pages
-                store.write_skip(platform.key, j.key, j.skip_reason)
+                try:
+                    store.write_skip(platform.key, j.key, j.skip_reason)
+                except OSError as e:
+                    raise StoreUnusable(oserror.explain(e, "the fragment store", store.root / platform.key)) from None
         elif j not in todo:
             outcomes.append(Outcome(j.key, "fresh", old=j.old))
     for o in outcomes:
@@ -145,7 +156,10 @@ def regenerate(layout: Layout, manifest: Manifest, platform: Platform, store: St
 
     context = _Context(layout, platform, opts, manifest)
     with store.lock(), signals_interrupt():
-        _write_identity(store, context)
+        try:
+            _write_identity(store, context)
+        except OSError as e:
+            raise StoreUnusable(oserror.explain(e, "the fragment store", store.root / platform.key)) from None
         try:
             for job in todo:
                 progress.start(job.key, job.device)
@@ -158,9 +172,10 @@ def regenerate(layout: Layout, manifest: Manifest, platform: Platform, store: St
                                         None, False, 0.0)
                     progress.line(job.key, "failed", f"interrupted ({how})")
                     raise
-                except OSError as e:  # the store cannot take it (a folder where a file goes, a full disk): this job only
-                    outcome = Outcome(job.key, "failed", f"cannot write to the fragment store: {e}; fix that path, then rerun",
-                                      old=job.old)
+                except OSError as e:  # the store or the scratch folder cannot take it (read-only, full...): this job only
+                    outcome = Outcome(job.key, "failed", _os_failure(e, context, store), old=job.old)
+                except Exception as e:  # noqa: BLE001 -- an input no rule foresaw, or a bug: this job fails, the rest run
+                    outcome = _internal_error(job, context, store, e)
                 job.done = True
                 outcomes.append(outcome)
                 progress.line(job.key, outcome.status, outcome.message, outcome.wall_s)
@@ -192,6 +207,35 @@ def _adopt(layout: Layout, manifest: Manifest, platform: Platform, store: Store,
     return outcomes
 
 
+def _os_failure(e: OSError, ctx: "_Context", store: Store) -> str:
+    """Which folder refused (the scratch folder or the fragment store), its path, and the fix."""
+    where = oserror.path_of(e, store.root / ctx.platform.key)
+    scratch = str(ctx.layout.scratch)
+    if where == scratch or where.startswith(scratch + os.sep):
+        return oserror.explain(e, "the scratch folder", ctx.layout.scratch)
+    return oserror.explain(e, "the fragment store", store.root / ctx.platform.key)
+
+
+def _internal_error(job: Job, ctx: "_Context", store: Store, e: Exception) -> Outcome:
+    """A job that raised what no rule foresaw fails alone: its traceback goes to a log, a failure record says where."""
+    import traceback
+
+    where = "(no log: the scratch folder cannot be written)"
+    try:
+        log = ctx.run_dir / f"{job.key}.error.log"
+        log.write_text("".join(traceback.format_exception(e)), encoding="utf-8")
+        where = ctx.layout.rel(log)
+    except OSError:
+        pass
+    msg = (f"internal error while capturing {job.key} ({ctx.manifest.where(job.exp)}): {type(e).__name__}: {e}; "
+           f"the traceback is in {where}; please report it with that file")
+    try:
+        _record_failure(store, job, ctx, msg + "\n", None, False, 0.0)
+    except Exception:  # noqa: BLE001 -- the outcome still says it
+        pass
+    return Outcome(job.key, "failed", msg, old=job.old)
+
+
 class _Context:
     """What all jobs of one regenerate share, computed lazily (a no-op regenerate computes none of it)."""
 
@@ -202,6 +246,13 @@ class _Context:
         self._binaries = None
         self._build_error = None
         self._run_dir: Path | None = None
+
+    def own_store(self, store: Store) -> bool:
+        """Whether `store` (this regenerate holds its lock) is the repository's fragment store."""
+        try:
+            return store.root.resolve() == self.layout.fragments.resolve()
+        except OSError:
+            return False
 
     @property
     def run_dir(self) -> Path:
@@ -217,7 +268,7 @@ class _Context:
             shutil.rmtree(self._run_dir, ignore_errors=True)
             for old in self._run_dir.parent.iterdir():
                 pid = old.name.split("-", 1)[0]
-                if old.is_dir() and pid.isdigit() and not _alive(int(pid)):
+                if old.is_dir() and pid.isdigit() and not reaper.alive(int(pid)):
                     shutil.rmtree(old, ignore_errors=True)
 
 
@@ -265,16 +316,6 @@ def _write_identity(store: Store, ctx: "_Context") -> None:
         b = buildmod.load_prebuilt(ctx.opts.prebuilt)
         prebuilt = {"gpu_devices": b.gpu_devices, "features": b.features}
     identity.write(store.root, identity.of_machine(ctx.platform, ctx.machine, prebuilt))
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _command(job: Job, ctx: _Context, progress: Progress) -> tuple[list[str], dict]:
@@ -325,11 +366,13 @@ def _run_job(job: Job, ctx: _Context, store: Store, progress: Progress) -> Outco
     started = dt.datetime.now(dt.timezone.utc)
     load_before = load_average()
     expect = exp.expect[job.role]
+    watched = repowatch.take(ctx.layout, own_lock=ctx.own_store(store))
     try:
         result, parsed, rec_bytes, files = _run_processes(job, ctx, cmd, env, expect, scratch)
     except OSError as e:  # the program could not start: wrong binary format (ENOEXEC), not executable, missing
         _record_failure(store, job, ctx, exec_failure(cmd[0], e) + "\n", None, False, 0.0)
         return Outcome(job.key, "failed", exec_failure(cmd[0], e), old=job.old)
+    damage = _damage(ctx.layout, watched)
     load_after = load_average()
     meta = {
         "experiment": exp.id,
@@ -358,7 +401,8 @@ def _run_job(job: Job, ctx: _Context, store: Store, progress: Progress) -> Outco
         meta["processes"] = exp.processes
     if exp.caches:
         meta["caches"] = exp.caches
-    failure = _failure(exp, job, ctx, expect, result, meta["outcome"], parsed.errors, rec_bytes)
+    failure = damage or _scratch_full(ctx, scratch, expect, result) or \
+        _failure(exp, job, ctx, expect, result, meta["outcome"], parsed.errors, rec_bytes)
     if not failure:
         with signals_deferred():
             store.write(ctx.platform.key, job.key, result.text, meta)
@@ -434,6 +478,31 @@ def _run_processes(job: Job, ctx: _Context, cmd: list[str], env: dict, expect, s
     combined = replace(result, text="".join(t if t.endswith("\n") or not t else t + "\n" for t in texts) if n > 1 else texts[0],
                        wall_s=wall)
     return combined, Parsed(records, errors), rec_bytes, files
+
+
+def _damage(layout: Layout, watched: repowatch.Snapshot) -> str:
+    """Why a run may not be published because it changed the repository ('' when it did not); the fragment
+    store is put back as it was before the run."""
+    files, store_files = repowatch.changes(layout, watched)
+    if not files and not store_files:
+        return ""
+    lost = repowatch.restore(layout, watched, store_files)
+    shown = [f"{f} (restored)" if f not in lost else f"{f} (NOT restored)" for f in store_files] + files
+    more = f" and {len(shown) - 20} more" if len(shown) > 20 else ""
+    them = "the others" if store_files else "them"
+    fix = f"; restore {them} with `git checkout -- {' '.join(files[:20])}` (or remove them if new)" if files else ""
+    return (f"the run changed files outside its scratch folder: {', '.join(shown[:20])}{more}. A run may write only "
+            f"in its scratch folder (the folder of BOOK_RECORDS){fix}; if you changed them yourself meanwhile, rerun")
+
+
+def _scratch_full(ctx: _Context, scratch: Path, expect, result) -> str:
+    """A run that failed because its scratch folder's disk is full says so (its output there may be empty)."""
+    if expect.met_by(result.exit_status, result.timed_out) and not result.over_cap:
+        return ""
+    if not oserror.full(scratch):
+        return ""
+    return (f"the scratch folder {ctx.layout.rel(scratch)} is full (no space left on device): the run could not write "
+            f"its output or records there ({result.output_bytes} bytes kept); free space on that disk, then run the command again")
 
 
 def _failure(exp: Experiment, job: Job, ctx: _Context, expect, result, outcome: str, record_errors: list[str], rec_bytes: int) -> str:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from capture import identity
 from capture import inputs as inputsmod
+from capture.keys import FragmentKey, KeyError_
 from capture.manifest import Manifest
 from capture.paths import Layout
 from capture.store import Store, atomic_write
@@ -23,12 +24,22 @@ from capture.store import Store, atomic_write
 class Result:
     restamped: int = 0
     current: int = 0
-    stale: list[str] = None  # "platform/key" left as they were
+    stale: list[str] = None  # "platform/file (why)" left as they were
     identities: list[str] = None
 
     def __post_init__(self):
         self.stale = self.stale or []
         self.identities = self.identities or []
+
+
+def _fix(store: Store, plat: str, key: FragmentKey) -> str:
+    """The command that captures (platform, key) again, on that machine."""
+    try:
+        ident = identity.read(store.root, plat)
+    except (OSError, ValueError):
+        ident = None
+    cmd = ident.regenerate_command([key.exp], [key.role]) if ident else f"nox -s regenerate -- --only {key.exp} --device {key.role}"
+    return f"{cmd} (on {plat})"
 
 
 def restamp(layout: Layout, manifest: Manifest, store: Store) -> Result:
@@ -39,26 +50,49 @@ def restamp(layout: Layout, manifest: Manifest, store: Store) -> Result:
         for path in sorted((store.root / plat).glob("*@*.json")):
             if path.stem.endswith(".skipped"):
                 continue
-            meta = json.loads(path.read_text(encoding="utf-8"))
-            key = path.stem.removesuffix(".failed")
-            exp_id, _, role = key.partition("@")
-            if not path.stem.endswith(".failed"):
-                metas.append(meta)
-            exp = ids.get(exp_id)
-            old = meta.get("inputs") or {}
-            scheme = old.get("hash_version", 1)
-            if exp is None or role not in exp.roles:
-                res.stale.append(f"{plat}/{path.name} (no such experiment in the manifest)")
+            failed = path.stem.endswith(".failed")
+            shown = f"{plat}/{path.name}"
+            try:
+                key = FragmentKey.parse(path.stem.removesuffix(".failed"))
+            except KeyError_ as e:
+                res.stale.append(f"{shown} (not a fragment's name: {e})")
                 continue
+            frag = store.read(plat, str(key), failed)
+            if frag is None:
+                continue
+            if frag.corrupt:  # truncated, not JSON, a symlink...: nothing to carry over
+                res.stale.append(f"{shown} (corrupt: {frag.corrupt}; capture it again: {_fix(store, plat, key)})")
+                continue
+            meta = frag.meta
+            if not failed:
+                metas.append(meta)
+            exp = ids.get(key.exp)
+            if exp is None or key.role not in exp.roles:
+                res.stale.append(f"{shown} (no such experiment in the manifest)")
+                continue
+            scheme = (meta.get("inputs") or {}).get("hash_version", 1)
             if scheme == inputsmod.HASH_VERSION:
                 res.current += 1
                 continue
-            if meta.get("inputs_hash") != inputsmod.inputs_hash(exp, role, layout, scheme):
-                res.stale.append(f"{plat}/{path.name}")
+            if not isinstance(scheme, int) or isinstance(scheme, bool) or scheme < 1:
+                res.stale.append(f"{shown} (its inputs record names no hash scheme this checkout knows: {scheme!r})")
                 continue
-            new = inputsmod.inputs(exp, role, layout)
+            if scheme > inputsmod.HASH_VERSION:
+                res.stale.append(f"{shown} (captured with inputs-hash scheme {scheme}, newer than this checkout's "
+                                 f"{inputsmod.HASH_VERSION}: restamp cannot help; update the checkout, e.g. git pull)")
+                continue
+            try:
+                was_fresh = meta.get("inputs_hash") == inputsmod.inputs_hash(exp, key.role, layout, scheme)
+                new = inputsmod.inputs(exp, key.role, layout) if was_fresh else None
+            except (OSError, ValueError) as e:  # a source the manifest names is missing or unreadable
+                res.stale.append(f"{shown} (its sources cannot be read: {e})")
+                continue
+            if not was_fresh:
+                res.stale.append(f"{shown} (stale before the scheme changed)")
+                continue
             meta["inputs"], meta["inputs_hash"] = new, inputsmod.digest(new)
-            atomic_write(path, json.dumps(meta, indent=1, ensure_ascii=False) + "\n")
+            js = path.parent / path.name  # the file store.read just vouched for (not a symlink out of the store)
+            atomic_write(js, json.dumps(meta, indent=1, ensure_ascii=False) + "\n")
             res.restamped += 1
         if metas and identity.read(store.root, plat) is None:
             identity.write(store.root, identity.from_metadata(plat, metas))

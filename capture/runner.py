@@ -7,7 +7,8 @@ two guards make it die with the parent anyway:
 
 - a watchdog process (one per parent, started on first use, in its own session) holds the read end
   of a pipe whose write end only the parent has. When the parent dies for any reason, SIGKILL
-  included, the pipe reaches end-of-file and the watchdog kills every group still registered.
+  included, the pipe reaches end-of-file and the watchdog kills every group still registered, and
+  every process that carries a registered run's token (those that left the group: capture/reaper.py).
   This works on Linux and macOS alike.
 - on Linux the command's first process also asks the kernel for SIGKILL when its parent dies
   (prctl PR_SET_PDEATHSIG), which covers the moment before the watchdog knows the group.
@@ -30,6 +31,8 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from capture import reaper
 
 DEFAULT_MAX_OUTPUT = 256 * 1024  # bytes of output (stdout+stderr) an experiment may print
 POLL_S = 0.05  # how often a running command's output size is looked at
@@ -76,15 +79,23 @@ def _kill_group(proc: subprocess.Popen) -> None:
 
 _WATCHDOG = r"""
 import os, signal, sys
-live = set()
+live = {}
 for line in sys.stdin:
-    op, pgid = line[:1], int(line[1:])
-    (live.add if op == "+" else live.discard)(pgid)
+    op, pgid, token = line[:1], *line[1:].split()
+    if op == "+":
+        live[int(pgid)] = token
+    else:
+        live.pop(int(pgid), None)
 for pgid in live:  # the parent is gone: nothing it started may outlive it
     try:
         os.killpg(pgid, signal.SIGKILL)
     except OSError:
         pass
+if live:  # and what left the group: the run's token in the environment finds it (capture/reaper.py)
+    sys.path.insert(0, sys.argv[1])
+    from capture.reaper import kill_tagged
+    for token in live.values():
+        kill_tagged(token)
 """
 
 
@@ -94,21 +105,22 @@ class _Watchdog:
         self.owner = -1
         self.proc: subprocess.Popen | None = None
 
-    def _ensure(self) -> None:
+    def ensure(self) -> None:
         if self.owner == os.getpid() and self.proc is not None and self.proc.poll() is None:
             return
         self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", "-c", _WATCHDOG],
+            [sys.executable, "-I", "-S", "-c", _WATCHDOG, str(Path(__file__).resolve().parents[1])],
             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True, text=True, bufsize=1,
         )
         self.owner = os.getpid()
+        self.pid = self.proc.pid
 
-    def tell(self, op: str, pgid: int) -> None:
+    def tell(self, op: str, pgid: int, token: str) -> None:
         try:
-            self._ensure()
+            self.ensure()
             assert self.proc is not None and self.proc.stdin is not None
-            self.proc.stdin.write(f"{op}{pgid}\n")
+            self.proc.stdin.write(f"{op}{pgid} {token}\n")
             self.proc.stdin.flush()
         except (OSError, ValueError):  # the watchdog died: the next run starts a new one
             self.proc = None
@@ -132,9 +144,15 @@ PR_SET_PDEATHSIG = 1
 
 
 def _child_setup(parent: int):
-    """preexec_fn: SIGKILL this process when its parent dies (Linux), and exit if that already happened."""
+    """preexec_fn: a snippet starts with every signal at its default and none blocked, however regenerate was
+    started (`nohup`, `cmd &` and some CI runners start it with SIGINT or SIGHUP ignored, which exec would pass
+    on); SIGKILL when its parent dies (Linux), and exit if that already happened."""
 
     def setup():
+        for sig in signal.valid_signals() - {signal.SIGKILL, signal.SIGSTOP}:
+            with contextlib.suppress(OSError, ValueError):
+                signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, [])
         if _PRCTL is not None:
             _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         if os.getppid() != parent:
@@ -157,6 +175,13 @@ class Interrupted(KeyboardInterrupt):
 def signals_interrupt():
     """Turn SIGTERM and SIGHUP into Interrupted (a KeyboardInterrupt) while jobs run; restored after.
 
+    A signal this process was started with ignored stays ignored: `nohup` ignores SIGHUP so that a job
+    survives the end of the terminal session, and a shell starts a background job (`cmd &` without job
+    control) with SIGINT and SIGQUIT ignored so that a Ctrl-C meant for the foreground does not stop it.
+    Python keeps an inherited SIGINT ignored for the same reason; regenerate does not undo that choice
+    (`kill -TERM` still stops it cleanly). The snippets it runs start with every signal at its default
+    (_child_setup), however regenerate itself was started.
+
     Only from the main thread (Python delivers signals there); elsewhere nothing changes.
     """
     if not hasattr(signal, "SIGHUP") or not threading_main():
@@ -166,7 +191,8 @@ def signals_interrupt():
     def handler(signum, frame):
         raise Interrupted(signum)
 
-    saved = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    saved = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGHUP)
+             if signal.getsignal(sig) != signal.SIG_IGN}
     try:
         yield
     finally:
@@ -221,12 +247,19 @@ def run(cmd: list[str], *, cwd: Path, env: dict[str, str], timeout: float, log: 
     log.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     timed_out = killed_for_output = False
+    with contextlib.suppress(OSError, ValueError):
+        _watchdog.ensure()
+    tree = reaper.Run(keep={_watchdog.pid} - {-1})
     with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-            start_new_session=True, preexec_fn=_child_setup(os.getpid()),
-        )
-        _watchdog.tell("+", proc.pid)
+        try:
+            proc = subprocess.Popen(
+                cmd, cwd=cwd, env=tree.env(env), stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                start_new_session=True, preexec_fn=_child_setup(os.getpid()),
+            )
+        except BaseException:
+            tree.end()
+            raise
+        _watchdog.tell("+", proc.pid, tree.token)
         try:
             deadline = time.monotonic() + timeout
             while proc.poll() is None:
@@ -250,7 +283,8 @@ def run(cmd: list[str], *, cwd: Path, env: dict[str, str], timeout: float, log: 
             _kill_group(proc)
             raise
         finally:
-            _watchdog.tell("-", proc.pid)
+            tree.end()  # and those that left the group or the session (capture/reaper.py)
+            _watchdog.tell("-", proc.pid, tree.token)
         size = os.fstat(out.fileno()).st_size
     wall = time.perf_counter() - start
     text = _read_kept(log, size, max_output)

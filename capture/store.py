@@ -1,9 +1,11 @@
 """The fragment store: docs/_fragments/<platform>/<experiment>@<role>.{txt,json}.
 
-- Writes are atomic (temp file in the same folder, fsync, rename), text first, then the
-  JSON that vouches for it (it carries the text's sha256). A crash between the two renames
-  leaves a text the JSON does not vouch for: `read` reports it as torn, and the next
-  regenerate repairs it; the previous good JSON still names what the text was.
+- A fragment's text and the JSON that vouches for it (it carries the text's sha256) are replaced
+  as a unit (capture.atomic.write_pair): after an error at any step (a full disk, a refused
+  rename) the old pair is in place. Only a process killed between the two renames can leave a
+  text the JSON does not vouch for, together with the kept old text: `read` reports that as
+  torn, and `repair` (the next regenerate, under the lock) puts the old text back. A text that
+  no interrupted write explains was edited after the capture: `read` reports it as corrupt.
 - A failed, timed-out or interrupted run never touches the last good fragment: its
   output goes beside it as <key>.failed.{txt,json}, removed again by the next success.
 - A file that cannot be read or used (truncated, not JSON, not UTF-8, wrong types) is a state,
@@ -13,6 +15,8 @@
   the environment cannot lead outside the store.
 - One regenerate at a time per fragment store (an exclusive flock on .lock); the lock
   dies with its process, so a killed run never leaves a stale lock behind.
+- Control files (the lock, temporary files, skip records) are plain files inside the store: a
+  symlink in their place is refused (the lock, a skip record) or replaced, never followed.
 """
 
 from __future__ import annotations
@@ -22,11 +26,12 @@ import fcntl
 import hashlib
 import json
 import os
-import secrets
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from capture import atomic, oserror
 from capture.keys import PLATFORM_KEY, FragmentKey, check_platform_key
 from capture.paths import PathError, contained
 
@@ -60,21 +65,17 @@ class StoreLocked(RuntimeError):
     pass
 
 
+class StoreUnusable(OSError):
+    """The store (or a control file in it) cannot be used: the message names the path and the fix."""
+
+
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def atomic_write(path: Path, data: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(3)}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8", newline="\n") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    """Replace one file atomically (capture.atomic.write_file)."""
+    atomic.write_file(path, data)
 
 
 @dataclass(frozen=True)
@@ -140,6 +141,15 @@ class Store:
         d = self._dir(platform)
         return d / f"{stem}.txt", d / f"{stem}.json"
 
+    def _control(self, path: Path, what: str) -> Path:
+        """A control file's path (lock, skip record): inside the store, and never a symlink (whatever it points to,
+        following it would write or read a file that is not the store's)."""
+        contained(path.parent, self.root, what)
+        if path.is_symlink():
+            raise PathError(f"{what} {path} is a symlink (to {os.readlink(path)}); a control file of the store is a plain "
+                            f"file: remove the link ({path}), then run the command again")
+        return path
+
     def platforms(self) -> list[str]:
         """Platform folders with a valid key (a folder with another name cannot have been written by the store)."""
         if not self.root.is_dir():
@@ -159,34 +169,74 @@ class Store:
             txt, js = self._paths(platform, key, failed)
         except PathError as e:
             return self._corrupt(platform, key, self.root / platform, str(e))
-        if not (js.exists() or js.is_symlink()):
-            return None
-        for f in (js, txt):
-            if f.is_symlink():
-                try:
-                    contained(f, self.root, "fragment file")
-                except PathError as e:
-                    return self._corrupt(platform, key, f, f"a symlink is not a fragment ({e})")
-        try:
-            meta = json.loads(_read_text(js))
-        except UnicodeDecodeError as e:
-            return self._corrupt(platform, key, js, f"not UTF-8 (byte {e.object[e.start]:#04x} at offset {e.start})")
-        except json.JSONDecodeError as e:
-            what = "empty" if not e.doc.strip() else f"invalid JSON ({e.msg} at line {e.lineno} column {e.colno})"
-            return self._corrupt(platform, key, js, what)
-        except (OSError, ValueError, RecursionError) as e:
-            return self._corrupt(platform, key, js, f"unreadable ({type(e).__name__}: {e})")
-        why = meta_problem(meta)
-        if why:
-            return self._corrupt(platform, key, js, why)
-        try:
-            text = _read_text(txt) if txt.exists() else ""  # missing: torn; a folder: unreadable
-        except UnicodeDecodeError as e:
-            return self._corrupt(platform, key, txt, f"not UTF-8 (byte {e.object[e.start]:#04x} at offset {e.start})")
-        except OSError as e:
-            return self._corrupt(platform, key, txt, f"unreadable ({type(e).__name__}: {e})")
-        torn = meta.get("text_sha256") != sha256_text(text)
-        return Fragment(platform, key, text, meta, torn)
+        for _ in range(5):  # a publish that lands between reading the JSON and the text is read again
+            if not (js.exists() or js.is_symlink()):
+                return None
+            for f in (js, txt):
+                if f.is_symlink():
+                    try:
+                        contained(f, self.root, "fragment file")
+                    except PathError as e:
+                        return self._corrupt(platform, key, f, f"a symlink is not a fragment ({e})")
+            try:
+                raw = js.read_bytes()
+                meta = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError as e:
+                return self._corrupt(platform, key, js, f"not UTF-8 (byte {e.object[e.start]:#04x} at offset {e.start})")
+            except json.JSONDecodeError as e:
+                what = "empty" if not e.doc.strip() else f"invalid JSON ({e.msg} at line {e.lineno} column {e.colno})"
+                return self._corrupt(platform, key, js, what)
+            except (OSError, ValueError, RecursionError) as e:
+                return self._corrupt(platform, key, js, f"unreadable ({type(e).__name__}: {e})")
+            why = meta_problem(meta)
+            if why:
+                return self._corrupt(platform, key, js, why)
+            try:
+                text = _read_text(txt) if txt.exists() else None  # missing: torn; a folder: unreadable
+            except UnicodeDecodeError as e:
+                return self._corrupt(platform, key, txt, f"not UTF-8 (byte {e.object[e.start]:#04x} at offset {e.start})")
+            except OSError as e:
+                return self._corrupt(platform, key, txt, f"unreadable ({type(e).__name__}: {e})")
+            if text is not None and meta["text_sha256"] == sha256_text(text):
+                return Fragment(platform, key, text, meta)
+            interrupted = text is None or self.interrupted(txt, meta["text_sha256"])
+            try:
+                settled = js.read_bytes() == raw
+            except OSError:
+                settled = False
+            if settled:
+                break
+        if not interrupted:
+            return self._corrupt(platform, key, txt, EDITED.format(js=js.name))
+        return Fragment(platform, key, text or "", meta, torn=True)
+
+    @staticmethod
+    def interrupted(txt: Path, vouched: str) -> bool:
+        """Whether a publish of this pair was cut between its two renames: the old text it kept is still
+        there and is the one the JSON vouches for (capture.atomic.write_pair)."""
+        return any(atomic.sha256_file(p) == vouched for p in atomic.leftovers(txt, atomic.OLD))
+
+    def repair(self, platform: str) -> list[str]:
+        """Put back the old text of each pair whose publish was cut between its renames by a process that no
+        longer runs, and remove the temporary files of dead processes; the names of the repaired files.
+        Safe without the lock: it touches only what dead processes left."""
+        d = self._dir(platform)
+        fixed = []
+        for kept in atomic.dead_leftovers(d, atomic.OLD):
+            txt = d / atomic.target_name(kept.name)
+            js = txt.with_suffix(".json")
+            if txt.suffix != ".txt" or txt.is_symlink() or js.is_symlink():
+                continue
+            try:
+                vouched = json.loads(js.read_bytes().decode("utf-8")).get("text_sha256")
+            except (OSError, ValueError, AttributeError, RecursionError):
+                continue
+            if atomic.sha256_file(txt) != vouched and atomic.sha256_file(kept) == vouched:
+                with contextlib.suppress(OSError):  # read-only, or another regenerate repaired it first
+                    os.replace(kept, txt)
+                    fixed.append(txt.name)
+        atomic.sweep(d)
+        return fixed
 
     @staticmethod
     def _corrupt(platform: str, key: str, path: Path, why: str) -> Fragment:
@@ -202,32 +252,40 @@ class Store:
         return why
 
     def write(self, platform: str, key: str, text: str, meta: dict) -> None:
-        """Publish a good fragment and clear any failure record beside it."""
-        txt, js = self._paths(platform, key)
-        meta = {"schema": SCHEMA, **meta, "text_sha256": sha256_text(text)}
-        atomic_write(txt, text)
-        atomic_write(js, json.dumps(meta, indent=1, ensure_ascii=False, sort_keys=False) + "\n")
+        """Publish a good fragment (text and JSON as a unit) and clear any failure record beside it."""
+        self._write_pair(platform, key, text, meta, failed=False)
         for p in self._paths(platform, key, failed=True):
             p.unlink(missing_ok=True)
         (self._dir(platform) / f"{key}.skipped.json").unlink(missing_ok=True)
 
+    def write_failure(self, platform: str, key: str, text: str, meta: dict) -> None:
+        """Record a failed run beside the last good fragment, which stays as it was."""
+        self._write_pair(platform, key, text, meta, failed=True)
+
+    def _write_pair(self, platform: str, key: str, text: str, meta: dict, failed: bool) -> None:
+        txt, js = self._paths(platform, key, failed)
+        meta = {"schema": SCHEMA, **meta, "text_sha256": sha256_text(text)}
+        atomic.write_pair(txt, text, js, json.dumps(meta, indent=1, ensure_ascii=False) + "\n")
+
+    def _skip_path(self, platform: str, key: str) -> Path:
+        FragmentKey.parse(key)
+        return self._dir(platform) / f"{key}.skipped.json"
+
     def write_skip(self, platform: str, key: str, reason: str) -> None:
         """Say why this platform cannot run (experiment, role), e.g. a backend its binaries lack."""
-        FragmentKey.parse(key)
-        path = self._dir(platform) / f"{key}.skipped.json"
+        path = self._skip_path(platform, key)
         body = json.dumps({"schema": SCHEMA, "reason": reason}, ensure_ascii=False) + "\n"
         try:
-            same = path.is_file() and path.read_bytes() == body.encode("utf-8")
+            same = not path.is_symlink() and path.is_file() and path.read_bytes() == body.encode("utf-8")
         except OSError:
             same = False
         if not same:
-            atomic_write(path, body)
+            atomic_write(path, body)  # a symlink in its place is replaced, not followed
 
     def _read_skip(self, platform: str, key: str) -> tuple[str | None, str | None]:
         """(reason, corrupt): the skip record's reason, or why the file is corrupt."""
-        FragmentKey.parse(key)
         try:
-            path = self._dir(platform) / f"{key}.skipped.json"
+            path = self._control(self._skip_path(platform, key), "skip record")
         except PathError as e:
             return None, str(e)
         if not (path.exists() or path.is_symlink()):
@@ -245,33 +303,43 @@ class Store:
         (status names it through `corrupt`; the next regenerate on that platform rewrites or removes it)."""
         return self._read_skip(platform, key)[0]
 
-    def write_failure(self, platform: str, key: str, text: str, meta: dict) -> None:
-        """Record a failed run beside the last good fragment, which stays as it was."""
-        txt, js = self._paths(platform, key, failed=True)
-        meta = {"schema": SCHEMA, **meta, "text_sha256": sha256_text(text)}
-        atomic_write(txt, text)
-        atomic_write(js, json.dumps(meta, indent=1, ensure_ascii=False) + "\n")
-
     @contextlib.contextmanager
     def lock(self):
-        """Refuse a second concurrent regenerate on this store, naming who holds it."""
-        self.root.mkdir(parents=True, exist_ok=True)
-        path = self.root / ".lock"
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        """Refuse a second concurrent regenerate on this store, naming who holds it.
+
+        The lock file is a control file: a symlink there is refused (opening it would truncate and
+        write the file it points to), and so is anything but a plain file."""
         try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            path = self._control(self.root / ".lock", "lock file")
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0), 0o644)
+        except PathError as e:
+            raise StoreUnusable(str(e)) from None
+        except OSError as e:
+            raise StoreUnusable(oserror.explain(e, "the fragment store", self.root)) from None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise StoreUnusable(f"lock file {path} is not a plain file; remove it, then run the command again")
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 try:
-                    holder = path.read_text(encoding="utf-8", errors="replace").strip() or "another process"
+                    holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "another process"
                 except OSError:
                     holder = "another process"
                 raise StoreLocked(
                     f"another regenerate is running on {self.root} ({holder}); "
                     "wait for it to finish, or stop it, then run the command again"
                 ) from None
-            os.ftruncate(fd, 0)
-            os.write(fd, f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}".encode())
+            try:
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}".encode(), 0)
+            except OSError as e:
+                raise StoreUnusable(oserror.explain(e, "the fragment store", path)) from None
             yield
         finally:
             os.close(fd)
+
+
+EDITED = ("edited after the capture: the text is not the one {js} vouches for, and no interrupted write explains it "
+          "(restore it from git, or capture it again)")

@@ -33,7 +33,29 @@ def probe_python(python: str, torch: bool = True) -> dict:
         return {"python_error": f"{python}: {e}"}
     if r.returncode != 0:
         return {"python_error": f"{python}: exit {r.returncode}: {r.stderr.strip()[-500:]}"}
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    try:
+        out = json.loads((r.stdout.strip().splitlines() or [""])[-1])
+    except ValueError:
+        out = None
+    if not isinstance(out, dict) or not isinstance(out.get("python"), str):
+        said = ((r.stdout.strip() or r.stderr.strip()).splitlines() or ["nothing"])[0][:60].strip()
+        return {"python_error": f"{python} did not answer like a Python interpreter (it printed {said!r})"}
+    return out
+
+
+def interpreter_problem(python: str) -> str | None:
+    """Why `python` (--python) cannot run the snippets, or None: missing, not a program, not Python 3."""
+    import shutil
+
+    found = shutil.which(python) if "/" not in python else (python if Path(python).is_file() else None)
+    if found is None:
+        return f"--python {python}: no such program (give the path of a Python 3 interpreter, e.g. .venv/bin/python)"
+    info = probe_python(found, torch=False)
+    if "python_error" in info:
+        return f"--python: {info['python_error']}; give the path of a Python 3 interpreter"
+    if not info["python"].startswith("3."):
+        return f"--python {python} is Python {info['python']}; the snippets need Python 3"
+    return None
 
 
 def rustc_version() -> str | None:

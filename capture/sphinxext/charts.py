@@ -14,6 +14,10 @@ machine's name). Where a verdict cannot be decided (capture/verdict.py) the capt
 write `{% if holds(e) %}…{% elif fails(e) %}…{% else %}…{% endif %}` to draw that case as a branch of its own. Each drawing is a sphinxcontrib-mermaid
 node, drawn like any other mermaid chart (capture/sphinxext/site/mermaid.py).
 
+Data is text, never markup: what value() and platform put into the chart is escaped by chart_text,
+so a recorded `<img …>`, `<a …>`, a markdown string or mermaid syntax shows as the characters it is.
+Put value() inside a quoted label (a["{{ value(...) }}"]): there every character is safe.
+
 Mermaid's hexagon shape, `id{{"text"}}`, is also Jinja's expression syntax: a template would
 silently print the text and drop the shape. So every `{{ … }}` must call value() or name
 platform; anything else is a located error that says how to write the hexagon:
@@ -30,12 +34,25 @@ from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
 
+from capture.controls import visible
 from capture.keys import FragmentKey, KeyError_, check_platform_key
 from capture.manifest import ManifestError
 from capture.query import QueryError, parse_refs
 from capture.sphinxext.common import (book, depend, differs_option, fragment_href, logger, notice, platform_tabs,
                                      reader_why, report_answer, warn)
 from capture.sphinxext.numbers import render_value, split_style
+
+
+# Mermaid entity codes (#lt; …) for what would be markup or leave a quoted label: `<`, `>` and `&` are shown as
+# themselves in node and edge labels alike; `"`, `#` (which starts an entity code) and "`" (which starts a
+# markdown string) as themselves in node labels, and as their entity text in an edge label: never as markup.
+_ENTITY = {"&": "#amp;", "<": "#lt;", ">": "#gt;", '"': "#quot;", "#": "#num;", "`": "#grave;"}
+_LINE_BREAKS = {"\n": " ", "\r": " ", "\t": " "}
+
+
+def chart_text(text: str) -> str:
+    """A data value as chart text: control characters visible, line breaks as spaces, markup as entity codes."""
+    return "".join(_ENTITY.get(c) or _LINE_BREAKS.get(c) or c for c in visible(text))
 
 
 class _NoData(Exception):
@@ -58,7 +75,7 @@ class _Fill:
 
     def value(self, expr: str, style: str = "") -> str:
         e, opts = split_style(expr + (" | " + style if style else ""))
-        return render_value(self._ask(e), opts)
+        return chart_text(render_value(self._ask(e), opts))
 
     def _verdict(self, expr: str, fn: str):
         v = self._ask(expr)
@@ -109,7 +126,7 @@ def collisions(template: str) -> list[tuple[int, str]]:
 def fill(b, template: str, platform: str, differs=()):
     f = _Fill(b, platform, differs)
     code = _environment().from_string(template).render(value=f.value, holds=f.holds, fails=f.fails,
-                                                       platform=b.label(platform))
+                                                       platform=chart_text(b.label(platform)))
     return code, f.answers, f.undecided
 
 

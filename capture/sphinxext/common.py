@@ -245,6 +245,7 @@ def value_node(env, b: Book, ans: Answer, text: str, rawtext: str = "") -> nodes
     title = f"{b.label(ans.platform)} · {ans.expr}"
     ref = nodes.reference(rawtext, text, refuri=fragment_href(env, ans.platform, st.key), reftitle=title,
                           classes=["book-num", f"book-plat-{ans.platform}"])
+    ref["support_smartquotes"] = False  # data shows as recorded: "x" stays "x", not “x”
     return ref
 
 

@@ -12,6 +12,7 @@ from docutils import nodes
 from sphinx.util.docutils import SphinxRole
 
 from capture.keys import FragmentKey, KeyError_
+from capture.controls import visible
 from capture.manifest import ManifestError
 from capture.sphinxext.common import book, depend, fragment_href, report_state, stale_mark, warn
 from capture.sphinxext.numbers import na, scoped_platform
@@ -42,8 +43,9 @@ class MetaRole(SphinxRole):
         if value is None:
             warn(f"{{meta}} {self.text}: no field {path!r} in the metadata of {key} on {plat}", where, "meta")
             return [na(self.rawtext, "（？）", path)], []
-        text = ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+        text = visible(", ".join(map(str, value)) if isinstance(value, list) else str(value))
         ref = nodes.reference(self.rawtext, text, refuri=fragment_href(self.env, plat, key), classes=["book-num", f"book-plat-{plat}"],
                               reftitle=b.label(plat))
+        ref["support_smartquotes"] = False  # data shows as recorded
         mark = stale_mark(b, [st])
         return [ref] + ([mark] if mark is not None else []), []

@@ -13,6 +13,7 @@ from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
 
+from capture.controls import visible
 from capture.keys import FragmentKey, KeyError_, check_platform_key
 from capture.manifest import ManifestError
 from capture.regions import RegionError, select_lines
@@ -70,6 +71,7 @@ class OutputDirective(SphinxDirective):
             text = select_lines(text, self.options.get("lines"))
         except RegionError as e:
             warn(f"output {key}: {e}", self.get_location(), "lines")
+        text = visible(text)  # raw control bytes (ESC, BEL...) as symbols, never into the HTML
         literal = nodes.literal_block(text, text, language="text", classes=["book-output"])
         literal["book_source"] = f"fragment:{st.platform}/{key}"
         self.set_source_info(literal)

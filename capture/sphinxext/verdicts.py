@@ -19,6 +19,7 @@ from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
 
+from capture.controls import visible
 from capture.keys import ROLES
 from capture.sphinxext.common import (book, depend, differs_option, logger, reader_why, report_answer, stale_mark,
                                      titled, value_node, warn)
@@ -92,7 +93,7 @@ class VerdictMatrixDirective(SphinxDirective):
             out.children[-1]["reftitle"] = reader_why(why)
         devices = sorted({st.fragment.meta.get("device") for st in ans.states if st.fragment is not None} - {None})
         if devices:
-            out += nodes.inline("", f"（{'、'.join(devices)}）", classes=["book-verdict-device"])
+            out += nodes.inline("", visible(f"（{'、'.join(devices)}）"), classes=["book-verdict-device"])
         mark = stale_mark(b, ans.states)
         if mark is not None:
             out += mark

@@ -204,11 +204,26 @@ def test_kill_9_mid_run_leaves_the_old_fragment_intact(book):
 def test_torn_write_is_detected_and_repaired(book):
     run(book, only=["sleeper"])
     store = Store(book.fragments)
-    # simulate a kill between the two renames: a new text the JSON does not vouch for
-    (book.fragments / "linux-x86_64-cpu/sleeper@cpu.txt").write_text("half of a new output\n")
+    folder = book.fragments / "linux-x86_64-cpu"
+    good = (folder / "sleeper@cpu.txt").read_text()
+    # what a kill between the two renames leaves: the new text, the old JSON, and the old text kept (capture/atomic.py)
+    (folder / ".sleeper@cpu.txt.999999999.abcdef.old.tmp").write_text(good)
+    (folder / "sleeper@cpu.txt").write_text("half of a new output\n")
     assert store.read("linux-x86_64-cpu", "sleeper@cpu").torn
     entries = {e.key: e for e in collect(Book(book.root), ["linux-x86_64-cpu"])}
     assert entries["sleeper@cpu"].state == "torn"
+    outcomes, _ = run(book, only=["sleeper"])  # the old pair goes back first: fresh again
+    assert outcomes["sleeper@cpu"].status == "fresh" and store.read("linux-x86_64-cpu", "sleeper@cpu").text == good
+    assert not list(folder.glob(".*.tmp"))
+
+
+def test_an_edited_fragment_is_corrupt_and_captured_again(book):
+    run(book, only=["sleeper"])
+    store = Store(book.fragments)
+    (book.fragments / "linux-x86_64-cpu/sleeper@cpu.txt").write_text("edited by hand\n")
+    assert "edited after the capture" in store.read("linux-x86_64-cpu", "sleeper@cpu").corrupt
+    entries = {e.key: e for e in collect(Book(book.root), ["linux-x86_64-cpu"])}
+    assert entries["sleeper@cpu"].state == "corrupt"
     outcomes, _ = run(book, only=["sleeper"])
     assert outcomes["sleeper@cpu"].status == "ok" and not store.read("linux-x86_64-cpu", "sleeper@cpu").torn
 

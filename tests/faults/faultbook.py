@@ -124,3 +124,10 @@ def frag_json(layout: Layout, key: str, failed: bool = False) -> Path:
 
 def meta_of(layout: Layout, key: str) -> dict:
     return json.loads(frag_json(layout, key).read_text())
+
+
+def cut_between_renames(folder: Path, key: str, old: str, new: str, pid: int = 999999999) -> None:
+    """What a publish killed between its two renames leaves (capture.atomic.write_pair): the new text,
+    the old JSON, and the old text kept under a temporary name of process `pid` (by default a dead one)."""
+    (folder / f".{key}.txt.{pid}.abcdef.old.tmp").write_text(old, encoding="utf-8")
+    (folder / f"{key}.txt").write_text(new, encoding="utf-8")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 
 import pytest
 
@@ -11,7 +12,7 @@ from capture.check import check
 from capture.manifest import load
 from capture.review import figure_changes, review
 from capture.store import Store, sha256_text
-from tests.faults.faultbook import CPU, PLAT, run, set_entry, snapshot, write
+from tests.faults.faultbook import CPU, PLAT, cut_between_renames, run, set_entry, snapshot, write
 
 
 def do_check(fb, only=None):
@@ -58,14 +59,16 @@ def test_check_masks_what_the_manifest_masks(fb):
     (lambda fb: write(fb.root / "snippets/say.py", "print('changed')\n"), "committed fragment is stale (inputs changed); run `nox -s regenerate -- --only good-a --device cpu`"),
     (lambda fb: (fb.fragments / PLAT / "good-a@cpu.json").unlink(), "no committed fragment for linux-x86_64-cpu; run `nox -s regenerate -- --only good-a --device cpu` and commit it"),
     (lambda fb: (fb.fragments / PLAT / "good-a@cpu.json").write_text("{"), "committed fragment is corrupt ("),
-    (lambda fb: (fb.fragments / PLAT / "good-a@cpu.txt").write_text("half\n"), "committed fragment is torn"),
+    (lambda fb: cut_between_renames(fb.fragments / PLAT, "good-a@cpu", "say alpha\n", "half\n"), "committed fragment is torn"),
+    (lambda fb: (fb.fragments / PLAT / "good-a@cpu.txt").write_text("half\n"), "committed fragment is corrupt ( … good-a@cpu.txt: edited after the capture"),
     (lambda fb: write(fb.root / "snippets/say.py", "raise SystemExit(3)\n"), "the fresh run failed: expected exit 0, got exit 3"),
-], ids=["stale", "missing", "corrupt", "torn", "fresh-run-fails"])
+], ids=["stale", "missing", "corrupt", "torn", "edited", "fresh-run-fails"])
 def test_check_names_each_problem_and_its_fix(fb, setup, message):
     setup(fb)
     before = snapshot(fb)
     rc, out = do_check(fb, only=["good-a"])
-    assert rc == 1 and f"MISMATCH good-a@cpu: {message}" in out, out
+    first, _, rest = message.partition(" … ")
+    assert rc == 1 and f"MISMATCH good-a@cpu: {first}" in out and rest in out, out
     assert snapshot(fb) == before  # check never writes the committed store
 
 
@@ -75,7 +78,7 @@ def test_check_ignores_a_torn_file_that_settles(fb, monkeypatch):
 
     txt = fb.fragments / PLAT / "good-a@cpu.txt"
     good = txt.read_text()
-    txt.write_text("mid-publish\n")
+    cut_between_renames(txt.parent, "good-a@cpu", good, "mid-publish\n", os.getpid())
     reads = []
     real = Store.read
 

@@ -17,6 +17,7 @@ from capture.paths import Layout, PathError, contained, relative_shape
 from capture.records import matches, parse_records, read_file, read_records, record_problem, select
 from capture.regenerate import Outcome
 from capture.store import SCHEMA, Store, StoreLocked, meta_problem, sha256_text
+from tests.faults.faultbook import cut_between_renames
 
 PLAT = "linux-x86_64-cpu"
 
@@ -236,14 +237,21 @@ def test_meta_problem(meta, problem):
     assert (got is None) if problem is None else (problem in got), got
 
 
-def test_torn_is_text_not_vouched_for(tmp_path):
+def test_torn_is_an_interrupted_publish_and_an_edit_is_corrupt(tmp_path):
     s = Store(tmp_path)
     s.write(PLAT, "e@cpu", "x\n", {"inputs_hash": "h"})
     (tmp_path / PLAT / "e@cpu.txt").write_text("y\n")
     f = s.read(PLAT, "e@cpu")
+    assert f.torn and f.corrupt == (f"{tmp_path / PLAT / 'e@cpu.txt'}: edited after the capture: the text is not the one "
+                                    "e@cpu.json vouches for, and no interrupted write explains it (restore it from git, or capture it again)")
+    cut_between_renames(tmp_path / PLAT, "e@cpu", "x\n", "y\n")
+    f = s.read(PLAT, "e@cpu")
     assert f.torn and f.corrupt is None and f.text == "y\n"
+    assert s.repair(PLAT) == ["e@cpu.txt"]  # its process is gone: the old text goes back
+    assert s.read(PLAT, "e@cpu").text == "x\n" and not s.read(PLAT, "e@cpu").torn
+    assert not list((tmp_path / PLAT).glob(".*.tmp"))
     (tmp_path / PLAT / "e@cpu.txt").unlink()
-    assert s.read(PLAT, "e@cpu").torn
+    assert s.read(PLAT, "e@cpu").torn and s.read(PLAT, "e@cpu").corrupt is None
 
 
 def test_lock_refuses_a_second_holder_and_names_the_first(tmp_path):
@@ -365,7 +373,7 @@ def test_compare_names_every_kind_of_difference(tmp_path):
     old.write(PLAT, "c@cpu", "same n=1\n", {"inputs_hash": "old"})
     (tmp_path / "old" / PLAT / "d@cpu.json").write_text("[]")
     old.write(PLAT, "e@cpu", "same n=1\n", {"inputs_hash": "h"})
-    (tmp_path / "old" / PLAT / "e@cpu.txt").write_text("torn\n")
+    cut_between_renames(tmp_path / "old" / PLAT, "e@cpu", "same n=1\n", "torn\n")
     outcomes = [Outcome(f"{i}@cpu", "ok") for i in "abcde"] + [Outcome("f@cpu", "failed", "boom"), Outcome("g@cpu", "skipped")]
     outcomes.append(Outcome("g@cpu", "ok"))  # never committed
     import capture.check as checkmod
@@ -577,7 +585,7 @@ def test_read_settled_waits_for_a_torn_fragment_then_gives_up(tmp_path, monkeypa
     s.write(PLAT, "e@cpu", "x\n", {"inputs_hash": "h"})
     assert checkmod.read_settled(s, PLAT, "e@cpu").text == "x\n"
     assert checkmod.read_settled(s, PLAT, "none@cpu") is None
-    (tmp_path / PLAT / "e@cpu.txt").write_text("mid\n")
+    cut_between_renames(tmp_path / PLAT, "e@cpu", "x\n", "mid\n", os.getpid())
     sleeps = []
     monkeypatch.setattr(checkmod.time, "sleep", lambda t: sleeps.append(t))
     monkeypatch.setattr(checkmod, "TORN_RETRIES", 3)

@@ -108,7 +108,52 @@ def truncated(L: Layout):
     p.write_bytes(data[: len(data) // 2])
 
 
+def git_repo(L: Layout) -> None:
+    """Make the book a git repository (everything committed; `ignored/` ignored): the watch then asks git."""
+    import subprocess
+
+    write(L.root / ".gitignore", "ignored/\n.capture/\n__pycache__/\n")
+    git = ["git", "-C", str(L.root), "-c", "user.name=t", "-c", "user.email=t@example.org", "-c", "init.defaultBranch=main"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "book"]):
+        subprocess.run(git + args, check=True, capture_output=True)
+
+
 # -- the table -----------------------------------------------------------------------------
+
+# A snippet that writes where it must not (the current folder is the repository's root).
+REPO_WRITE = """\
+import os, shutil
+FR = "docs/_fragments/linux-x86_64-cpu/"
+def write(path, text, mode="w"):
+    with open(path, mode) as f:
+        f.write(text)
+print("victim ok")
+"""
+G = f"docs/_fragments/{PLAT}/"
+REPO_ROWS = [
+    ("other-fragment-text", "write(FR + 'good-a@cpu.txt', 'vandal\\n')\n", f"changed files outside its scratch folder: {G}good-a@cpu.txt (restored)"),
+    ("other-fragment-json", "write(FR + 'good-b@cpu.json', '{}')\n", f"{G}good-b@cpu.json (restored)"),
+    ("other-fragment-appended", "write(FR + 'good-a@cpu.txt', 'more\\n', 'a')\n", f"{G}good-a@cpu.txt (restored)"),
+    ("other-fragment-deleted", "os.remove(FR + 'good-b@cpu.txt')\n", f"{G}good-b@cpu.txt (restored)"),
+    ("other-fragment-same-size-same-mtime",
+     "st = os.stat(FR + 'good-a@cpu.txt')\nwrite(FR + 'good-a@cpu.txt', 'X' * st.st_size)\nos.utime(FR + 'good-a@cpu.txt', ns=(st.st_atime_ns, st.st_mtime_ns))\n",
+     f"{G}good-a@cpu.txt (restored)"),
+    ("own-fragment", "write(FR + 'victim@cpu.txt', 'mine\\n')\n", f"{G}victim@cpu.txt (restored)"),
+    ("new-fragment", "write(FR + 'evil@cpu.json', '{}')\nwrite(FR + 'evil@cpu.txt', 'evil')\n",
+     f"{G}evil@cpu.json (restored), {G}evil@cpu.txt (restored)"),
+    ("platform-folder-replaced", "shutil.rmtree(FR)\nos.symlink('/tmp', FR.rstrip('/'))\n", f"{G}good-a@cpu.json (restored)"),
+    ("store-removed", "shutil.rmtree('docs/_fragments')\n", f"{G}good-b@cpu.txt (restored)"),
+    ("page", "write('docs/index.md', '# vandal\\n')\n",
+     "changed files outside its scratch folder: docs/index.md. A run may write only in its scratch folder … git checkout -- docs/index.md"),
+    ("manifest", "write('docs/experiments.toml', '# more\\n', 'a')\n", "changed files outside its scratch folder: docs/experiments.toml."),
+    ("snippet", "write('snippets/say.py', '# touched\\n', 'a')\n", "snippets/say.py"),
+]
+GIT_ROWS = [  # the same watch when the book is a git repository
+    ("tracked", "write('snippets/say.py', '# touched\\n', 'a')\n", "changed files outside its scratch folder: snippets/say.py.", "failed"),
+    ("untracked", "write('docs/new.md', '# new\\n')\n", "changed files outside its scratch folder: docs/new.md.", "failed"),
+    ("fragment", "write(FR + 'good-a@cpu.txt', 'vandal\\n')\n", f"{G}good-a@cpu.txt (restored)", "failed"),
+    ("ignored", "os.makedirs('ignored', exist_ok=True)\nwrite('ignored/x', 'x')\n", "ok", "ok"),
+]
 
 # Records files: (id, bytes a snippet wrote to BOOK_RECORDS, the message, whether the run may publish).
 RECORD_ROWS = [
@@ -125,6 +170,12 @@ RECORD_ROWS = [
     ("record-not-object", b'[1, 2]\n', "line 1: a record is a JSON object, not list", False),
     ("record-bad-utf8", b'{"name": "r", "value": 1}\n{"name": "\xff", "value": 2}\n', "line 2: not UTF-8 (byte 0xff at column 11)", False),
     ("record-bad-json-middle", b'{"name": "r", "value": 1}\n{"name": \n{"name": "s", "value": 2}\n', "line 2: Expecting value", False),
+    ("record-huge-int", b'{"name": "r", "value": 1' + b"0" * 400 + b'}\n', "line 1: record 'r': value an integer of 401 digits is too large for a number", False),
+    ("record-huge-int-tag", b'{"name": "r", "value": 1, "tags": {"n": 1' + b"0" * 400 + b'}}\n', "record 'r': tag 'n': an integer of 401 digits", False),
+    ("record-int-past-digit-limit", b'{"name": "r", "value": 1' + b"0" * 5000 + b'}\n', "line 1: an integer of more than 4300 digits is too large", False),
+    ("record-lone-surrogate", b'{"name": "r", "value": "a\\ud800"}\n', "record 'r': value 'a\\ud800' is not valid Unicode text (a lone surrogate '\\ud800' at character 2)", False),
+    ("record-surrogate-name", b'{"name": "\\udfff", "value": 1}\n', "line 1: name '\\udfff' is not valid Unicode text", False),
+    ("record-surrogate-unit", b'{"name": "r", "value": 1, "unit": "\\ud800"}\n', "record 'r': unit '\\ud800' is not valid Unicode text", False),
     ("record-half-last-line", b'{"name": "r", "value": 1}\n{"name": "s", "va', "ok", True),
 ]
 
@@ -241,7 +292,7 @@ CASES = [
     Case("skipped-json-corrupt", "corrupt store", frag(f"{VICTIM}.skipped.json", b"nope"), "status", f"corrupt: … {VICTIM}.skipped.json: JSONDecodeError", "corrupt"),
     Case("skipped-json-corrupt-regen", "corrupt store", frag(f"{VICTIM}.skipped.json", b"[]"), "regen", "ok", "ok"),
     Case("json-is-a-folder", "corrupt store", lambda L: ((L.fragments / PLAT / f"{VICTIM}.json").unlink(), (L.fragments / PLAT / f"{VICTIM}.json").mkdir()),
-         "regen", "cannot write to the fragment store: [Errno 21] Is a directory", "unchanged"),
+         "regen", f"cannot write to the fragment store: … {VICTIM}.json: Is a directory; fix that path, then run the command again", "unchanged"),
     Case("check-corrupt-committed", "corrupt store", truncated, "check", f"{VICTIM}: committed fragment is corrupt", "corrupt"),
 
     # output caps
@@ -256,6 +307,12 @@ CASES = [
 
     # records: see RECORD_ROWS
     *[Case(i, "records", records(raw), "regen", "ok" if ok else msg, "ok" if ok else "failed") for i, raw, msg, ok in RECORD_ROWS],
+
+    # a run that writes into the repository fails, naming what it changed; the fragment store is put back
+    *[Case(f"writes-{cid}", "repository", code(REPO_WRITE + body), "regen", message, "failed") for cid, body, message in REPO_ROWS],
+    *[Case(f"git-writes-{cid}", "repository", both(git_repo, code(REPO_WRITE + body)), "regen", message, state) for cid, body, message, state in GIT_ROWS],
+    Case("writes-scratch-only", "repository", code(REPO_WRITE + "write(os.path.join(os.path.dirname(os.environ['BOOK_RECORDS']), 'mine.txt'), 'x')\n"),
+         "regen", "ok", "ok"),
 
     # runs that end the wrong way keep the last good fragment
     Case("exit-1-unexpected", "run", code("raise SystemExit(1)\n"), "regen", "expected exit 0, got exit 1", "failed"),
@@ -379,4 +436,30 @@ def test_table_is_large_enough_and_covers_every_category():
     for c in CASES:
         cats[c.category] = cats.get(c.category, 0) + 1
     assert len(CASES) >= 60 and len({c.id for c in CASES}) == len(CASES)
-    assert {"manifest", "missing file", "path", "platform key", "corrupt store", "output cap", "records", "run"} <= set(cats)
+    assert {"manifest", "missing file", "path", "platform key", "corrupt store", "output cap", "records", "run", "repository"} <= set(cats)
+
+
+def test_an_unforeseen_error_fails_its_job_alone(fb, monkeypatch):
+    """Whatever a job raises that no rule foresaw, that job fails with a located message and a log of the
+    traceback; the batch goes on and the last good fragment stays."""
+    import capture.regenerate as regen
+
+    real = regen.sanitize.records
+
+    def records(recs, places):
+        if any(r["name"] == "victim.value" for r in recs):
+            raise RuntimeError("no rule for this")
+        return real(recs, places)
+
+    monkeypatch.setattr(regen.sanitize, "records", records)
+    before = snapshot(fb)
+    outcomes, log = run(fb, force=True, only=["victim", "after"])
+    assert outcomes["after@cpu"].status == "ok", log
+    msg = outcomes[VICTIM].message
+    assert msg.startswith(f"internal error while capturing {VICTIM} (docs/experiments.toml:{V_LINE}: experiment victim): "
+                          "RuntimeError: no rule for this; the traceback is in .capture/runs/"), msg
+    log_file = fb.root / msg.split("the traceback is in ")[1].split(";")[0]
+    assert "Traceback" in log_file.read_text() and "Traceback" not in log
+    assert_victim(fb, "failed", before, snapshot(fb))
+    for good in GOODS:
+        assert key_files(snapshot(fb), good) == key_files(before, good)
