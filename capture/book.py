@@ -336,8 +336,11 @@ class Book:
 
 def changed_inputs(old: dict, new: dict) -> list[str]:
     """What differs between two inputs records, by name (files first)."""
-    if old.get("hash_version") != new.get("hash_version"):
-        return [f"inputs-hash scheme {old.get('hash_version', 1)} -> {new.get('hash_version')} (run `python -m capture restamp`)"]
+    was, now = old.get("hash_version", 1), new.get("hash_version")
+    if was != now:
+        if isinstance(was, int) and isinstance(now, int) and was > now:  # captured by a newer checkout
+            return [f"inputs-hash scheme {was} is newer than this checkout's {now} (update the checkout: git pull)"]
+        return [f"inputs-hash scheme {was} -> {now} (run `python -m capture restamp`)"]
     of, nf = old.get("files", {}), new.get("files", {})
     names = sorted(k for k in set(of) | set(nf) if of.get(k) != nf.get(k))
     names += [k for k in sorted(set(old) | set(new)) if k != "files" and old.get(k) != new.get(k)]
