@@ -33,7 +33,10 @@ class HostMismatch(RuntimeError):
 def machine_of(store: Store, key: str) -> tuple[dict | None, str]:
     """The fingerprint of the platform's machine and where it was read from; (None, "") for a new platform."""
     p = identitymod.path(store.root, key)
-    ident = identitymod.read(store.root, key)  # IdentityError (a broken file) propagates: fix it first
+    try:
+        ident = identitymod.read(store.root, key)
+    except identitymod.IdentityError:  # broken (or a symlink): the fragments still say whose they are
+        ident = None
     if ident is not None:
         return ident.host, str(p)
     metas = [f.meta for k in store.keys(key) if (f := store.read(key, k)) is not None and not f.corrupt]

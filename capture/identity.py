@@ -9,6 +9,7 @@ fragments' metadata instead (same facts, recorded by every run).
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -103,6 +104,8 @@ def read(store_root: Path, key: str) -> Identity | None:
     if not (p.is_file() or p.is_symlink()):
         return None
     try:
+        if p.is_symlink():  # a control file is never followed out of the store (capture/paths.py rules)
+            raise OSError(f"it is a symlink (to {os.readlink(p)}), not a file")
         data = json.loads(p.read_bytes().decode("utf-8"))
         if not isinstance(data, dict):
             raise TypeError(f"a JSON {type(data).__name__}, not an object")
