@@ -165,3 +165,19 @@ def test_check_compares_on_any_host_and_writes_nothing(small):
 
     assert check(small, load(small.manifest), Store(small.fragments), CPU, out=io.StringIO()) == 0
     assert tree(small.fragments) == before
+
+
+@pytest.mark.parametrize("content", ["", "{not json", "[1, 2]", '{"key": 3, "roles": []}'])
+def test_another_machines_broken_identity_is_shown_broken_and_blocks_nothing(small, content):
+    import shutil
+
+    other = small.fragments / "linux-x86_64-nvidia-other"
+    shutil.copytree(small.fragments / CPU.key, other)
+    (other / "platform.json").write_text(content)
+    book = Book(small.root, local=of_machine(CPU, machine_record(CPU)))
+    assert "linux-x86_64-nvidia-other" in book.platforms()
+    assert "platform.json" in book.broken["linux-x86_64-nvidia-other"]
+    entries = collect(book, book.platforms())
+    assert {e.state for e in entries if e.platform == CPU.key} == {"fresh"}
+    outcomes, _ = run(small)  # this machine's regenerate is not stopped by it
+    assert {o.status for o in outcomes.values()} == {"fresh"}
