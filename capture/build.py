@@ -12,6 +12,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from capture import cudacompiler, llvmkit, wheelkit
 from capture.paths import Layout
 from capture.versions import rustc_version
 
@@ -28,6 +29,8 @@ class Binaries:
     prebuilt: bool = False
     info: dict = field(default_factory=dict)
     gpu_devices: dict = field(default_factory=dict)  # framework -> GPU device it was built for
+    # framework -> further GPU devices built in, for experiments that name one (manifest `gpu_device`)
+    gpu_variants: dict = field(default_factory=dict)
 
     def path(self, name: str) -> Path:
         return self.dir / name
@@ -88,7 +91,11 @@ def cargo_build(layout: Layout, features: list[str], log: Path, echo=None) -> Bi
     cmd = ["cargo", "build", "--release", "--workspace", "--locked"]
     if features:
         cmd += ["--features", ",".join(features)]
-    env = {**os.environ, "CARGO_TARGET_DIR": str(layout.cargo_target)}
+    try:  # burn's cuda links LLVM: the kit from PyPI, checked against Cargo.lock (capture/llvmkit.py)
+        kit_env = llvmkit.build_env(layout, features, log=echo or print)
+    except wheelkit.KitError as e:
+        raise BuildError(f"cannot build the Rust experiments: {e}", "") from None
+    env = {**os.environ, "CARGO_TARGET_DIR": str(layout.cargo_target), **kit_env}
     log.parent.mkdir(parents=True, exist_ok=True)
     t = time.perf_counter()
     with open(log, "wb") as out:
@@ -106,7 +113,21 @@ def cargo_build(layout: Layout, features: list[str], log: Path, echo=None) -> Bi
             f"full log: {log}; rerun: (cd crates && {' '.join(cmd)})",
             text,
         )
-    return Binaries(layout.cargo_target / "release", features, rustc_version())
+    return Binaries(layout.cargo_target / "release", features, rustc_version(), info=compiler_record(layout, features, env))
+
+
+COMPILER_KEY = "cubecl_cuda_compiler"  # in build-info.json and versions.rust_build: "llvm" | "cpp"
+
+
+def compiler_record(layout: Layout, features: list[str], env: dict | None = None) -> dict:
+    """{COMPILER_KEY: ...} when burn's CUDA backend is in the build (capture/cudacompiler.py), else {}."""
+    if not llvmkit.pulls_burn_cuda(layout.crates, features):
+        return {}
+    try:
+        compiler = cudacompiler.of_build(layout.crates, features, env)
+    except (cudacompiler.CompilerUnknown, OSError, ValueError) as e:
+        raise BuildError(f"cannot tell which CUDA compiler burn's kernels use: {e}", "") from None
+    return {COMPILER_KEY: compiler} if compiler else {}
 
 
 def load_prebuilt(dir: Path) -> Binaries:
@@ -119,6 +140,8 @@ def load_prebuilt(dir: Path) -> Binaries:
         info.get("features", []),
         info.get("rustc"),
         prebuilt=True,
-        info={"built_on": info.get("built_on"), "built_at": info.get("built_at")},
+        info={"built_on": info.get("built_on"), "built_at": info.get("built_at"),
+              **({COMPILER_KEY: info[COMPILER_KEY]} if info.get(COMPILER_KEY) else {})},
         gpu_devices=info.get("gpu_devices", {}),
+        gpu_variants=info.get("gpu_variants", {}),
     )

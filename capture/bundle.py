@@ -123,7 +123,7 @@ def make_bundle(layout: Layout, out: Path, gpu: str = "cuda", candle_cuda: bool 
     size, level = pack(bins, out / ARCHIVE, echo=echo)
     shutil.copy2(bins / buildmod.BUILD_INFO, out / buildmod.BUILD_INFO)
     if vulkan_loader is None:
-        vulkan_loader = "vulkan" in info["gpu_devices"].values()
+        vulkan_loader = "vulkan" in [*info["gpu_devices"].values(), *(d for v in info["gpu_variants"].values() for d in v)]
     debs = download_debs(VULKAN_DEBS, out / "debs", echo) if vulkan_loader else []
     run = out / "run.sh"
     run.write_text(RUN_SH, encoding="utf-8")
