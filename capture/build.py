@@ -116,18 +116,15 @@ def cargo_build(layout: Layout, features: list[str], log: Path, echo=None) -> Bi
     return Binaries(layout.cargo_target / "release", features, rustc_version(), info=compiler_record(layout, features, env))
 
 
-COMPILER_KEY = "cubecl_cuda_compiler"  # in build-info.json and versions.rust_build: "llvm" | "cpp"
-
-
 def compiler_record(layout: Layout, features: list[str], env: dict | None = None) -> dict:
-    """{COMPILER_KEY: ...} when burn's CUDA backend is in the build (capture/cudacompiler.py), else {}."""
+    """{cudacompiler.KEY: "llvm" | "cpp"} when burn's CUDA backend is in the build (capture/cudacompiler.py), else {}."""
     if not llvmkit.pulls_burn_cuda(layout.crates, features):
         return {}
     try:
         compiler = cudacompiler.of_build(layout.crates, features, env)
     except (cudacompiler.CompilerUnknown, OSError, ValueError) as e:
         raise BuildError(f"cannot tell which CUDA compiler burn's kernels use: {e}", "") from None
-    return {COMPILER_KEY: compiler} if compiler else {}
+    return {cudacompiler.KEY: compiler} if compiler else {}
 
 
 def load_prebuilt(dir: Path) -> Binaries:
@@ -141,7 +138,7 @@ def load_prebuilt(dir: Path) -> Binaries:
         info.get("rustc"),
         prebuilt=True,
         info={"built_on": info.get("built_on"), "built_at": info.get("built_at"),
-              **({COMPILER_KEY: info[COMPILER_KEY]} if info.get(COMPILER_KEY) else {})},
+              **({cudacompiler.KEY: info[cudacompiler.KEY]} if info.get(cudacompiler.KEY) else {})},
         gpu_devices=info.get("gpu_devices", {}),
         gpu_variants=info.get("gpu_variants", {}),
     )

@@ -9,10 +9,10 @@ own feature resolution is asked, not the feature names we passed.
 
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
 
+KEY = "cubecl_cuda_compiler"  # where build-info.json and a fragment's versions.rust_build record it
 CRATE = "cubecl-cuda"
 CPP_FEATURE = "cpp"
 LLVM, CPP = "llvm", "cpp"  # cubecl-cuda's names for the two (CudaBackend::Llvm, CudaBackend::Cpp)
@@ -28,25 +28,21 @@ def from_features(resolved: list[str]) -> str:
     return CPP if CPP_FEATURE in resolved else LLVM
 
 
-def _host() -> str | None:
-    try:
-        r = subprocess.run(["rustc", "-vV"], capture_output=True, text=True, timeout=60)
-    except OSError:
-        return None
-    return next((ln.split(":", 1)[1].strip() for ln in r.stdout.splitlines() if ln.startswith("host:")), None)
-
-
 def of_build(crates: Path, features: list[str], env: dict | None = None) -> str | None:
-    """`llvm` or `cpp` for a workspace build with `features`; None when cubecl-cuda is not in it."""
-    cmd = ["cargo", "metadata", "--format-version", "1", "--locked", "--offline"]
+    """`llvm` or `cpp` for a workspace build with `features`; None when cubecl-cuda is not in it.
+
+    `cargo tree` resolves features as `cargo build` does for this host (resolver 2: build, dev and
+    other targets' dependencies apart); `cargo metadata` unifies them all and would over-report.
+    """
+    cmd = ["cargo", "tree", "--locked", "--offline", "--workspace", "-i", CRATE, "-e", "features",
+           "--prefix", "none", "--depth", "0", "--format", "{p} {f}"]
     if features:
         cmd += ["--features", ",".join(features)]
-    host = _host()
-    if host:
-        cmd += ["--filter-platform", host]
     r = subprocess.run(cmd, cwd=crates, capture_output=True, text=True, env=env, timeout=300)
     if r.returncode != 0:
         raise CompilerUnknown(f"`{' '.join(cmd)}` in {crates} failed: {r.stderr.strip()[-400:]}")
-    nodes = json.loads(r.stdout).get("resolve", {}).get("nodes", [])
-    found = [n.get("features", []) for n in nodes if f"#{CRATE}@" in n.get("id", "") or n.get("id", "").startswith(f"{CRATE} ")]
-    return from_features(found[0]) if found else None
+    line = next((ln for ln in r.stdout.splitlines() if ln.startswith(CRATE + " ")), None)
+    if line is None:
+        return None
+    parts = line.split()
+    return from_features(parts[2].split(",") if len(parts) > 2 else [])

@@ -80,13 +80,14 @@ def source_problem(exp: Experiment, layout: Layout, where: str) -> str:
 
 
 def plan(layout: Layout, manifest: Manifest, platform: Platform, store: Store, opts: Options) -> list[Job]:
-    prebuilt_gpu = buildmod.load_prebuilt(opts.prebuilt).gpu_devices if opts.prebuilt else None
+    prebuilt = buildmod.load_prebuilt(opts.prebuilt) if opts.prebuilt else None
+    prebuilt_gpu, prebuilt_variants = (prebuilt.gpu_devices, prebuilt.gpu_variants) if prebuilt else (None, None)
     jobs = []
     for exp in manifest.select(opts.only):
         for role in exp.roles:
             if opts.roles and role not in opts.roles:
                 continue
-            res = resolve(platform, exp.framework, role, prebuilt_gpu)
+            res = resolve(platform, exp.framework, role, prebuilt_gpu, exp.gpu_device, prebuilt_variants)
             if exp.platforms and platform.os not in exp.platforms:
                 res = type(res)(None, f"runs only on {', '.join(exp.platforms)}")
             elif "cargo" in exp.needs and shutil.which("cargo") is None:

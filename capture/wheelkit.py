@@ -46,17 +46,22 @@ def fetch(specs: Sequence[str], folder: Path, log=print) -> list[Path]:
     missing = [s for s in specs if wheel_file(folder, s) is None]
     if missing:
         log(f"downloading {len(missing)} wheel(s) from PyPI into {folder}: {' '.join(missing)}")
-        cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", str(folder), *missing]
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0:
-            raise KitError(f"`{' '.join(cmd)}` failed (exit {r.returncode}): {(r.stderr or r.stdout).strip()[-800:]}; "
-                           f"PyPI must be reachable once (later builds use {folder}), and {sys.executable} needs pip")
+        download(missing, folder)
     found = [wheel_file(folder, s) for s in specs]
     lost = [s for s, f in zip(specs, found) if f is None]
     if lost:
         raise KitError(f"pip reported success but no wheel for {' '.join(lost)} is in {folder} "
                        f"(is there a wheel for this machine's platform on PyPI?)")
     return [f for f in found if f is not None]
+
+
+def download(specs: Sequence[str], folder: Path) -> None:
+    """pip download of exactly these pins (no dependencies) into `folder`."""
+    cmd = [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", str(folder), *specs]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise KitError(f"`{' '.join(cmd)}` failed (exit {r.returncode}): {(r.stderr or r.stdout).strip()[-800:]}; "
+                       f"PyPI must be reachable once (later builds use {folder}), and {sys.executable} needs pip")
 
 
 def installed(dest: Path, specs: Sequence[str]) -> bool:
