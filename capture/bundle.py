@@ -136,6 +136,12 @@ def pack(src: Path, dest: Path, budget: int = ARCHIVE_BUDGET, echo=print) -> Pac
     return packing
 
 
+def runs_vulkan(info: dict) -> bool:
+    """Whether some binary of build-info `info` runs on Vulkan: as a GPU role, or as a variant."""
+    devices = [*info.get("gpu_devices", {}).values(), *(d for ds in info.get("gpu_variants", {}).values() for d in ds)]
+    return "vulkan" in devices
+
+
 def download_debs(names: list[str], dest: Path, echo=print) -> list[Path]:
     if not shutil.which("apt-get"):
         echo("note: no apt-get here; bring the Vulkan loader packages to the GPU machine yourself")
@@ -157,7 +163,7 @@ def make_bundle(layout: Layout, out: Path, gpu: str = "cuda", candle_cuda: bool 
     size = packing.bytes
     shutil.copy2(bins / buildmod.BUILD_INFO, out / buildmod.BUILD_INFO)
     if vulkan_loader is None:
-        vulkan_loader = "vulkan" in [*info["gpu_devices"].values(), *(d for v in info["gpu_variants"].values() for d in v)]
+        vulkan_loader = runs_vulkan(info)
     debs = download_debs(VULKAN_DEBS, out / "debs", echo) if vulkan_loader else []
     run = out / "run.sh"
     run.write_text(RUN_SH, encoding="utf-8")

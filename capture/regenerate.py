@@ -109,10 +109,13 @@ def plan(layout: Layout, manifest: Manifest, platform: Platform, store: Store, o
 
 
 def needs_run(job: Job, force: bool) -> bool:
-    """Run when forced, never captured, torn, corrupt (any of its files), or its inputs changed."""
+    """Run when forced, never captured, torn, corrupt (any of its files), its inputs changed, or it was
+    captured on another device than its role maps to here now (burn's NVIDIA GPU role: vulkan -> cuda)."""
     if not job.device:
         return False
-    return bool(job.error or job.corrupt) or force or job.old is None or job.old.torn or job.old.inputs_hash != job.hash
+    if bool(job.error or job.corrupt) or force or job.old is None or job.old.torn or job.old.inputs_hash != job.hash:
+        return True
+    return job.old.meta.get("device") not in (None, job.device)
 
 
 def regenerate(layout: Layout, manifest: Manifest, platform: Platform, store: Store, opts: Options, out=sys.stderr) -> list[Outcome]:

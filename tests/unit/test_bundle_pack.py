@@ -79,3 +79,9 @@ def test_the_solid_dictionary_holds_the_whole_tar_within_limits():
 def test_members_largest_first(tmp_path):
     src = _binaries(tmp_path)
     assert bundle.members(src) == ["design-burn", "exec-gpu", "small"]
+
+
+def test_the_vulkan_loader_comes_along_for_a_vulkan_role_or_variant():
+    assert bundle.runs_vulkan({"gpu_devices": {"burn": "cuda"}, "gpu_variants": {"burn": ["vulkan"]}})
+    assert bundle.runs_vulkan({"gpu_devices": {"burn": "vulkan", "candle": "cuda"}})
+    assert not bundle.runs_vulkan({"gpu_devices": {"burn": "cuda", "candle": "cuda"}, "gpu_variants": {}})

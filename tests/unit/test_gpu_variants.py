@@ -104,3 +104,17 @@ def test_the_bundle_recipe_rebuilds_what_was_built(features, env, args):
     ident = identity.Identity(key="k", display_name="NVIDIA H200 · Linux", route="bundle", bundle=identity.bundle_recipe(features))
     build = ident.regenerate_command(["burn-ret"]).split("  (")[0]
     assert build == " ".join(x for x in [*(f"{k}={v}" for k, v in env.items()), "python -m capture bundle", *args, "--out .device"])
+
+
+def test_a_fragment_captured_on_another_device_than_its_role_now_maps_to_is_rerun():
+    from capture.regenerate import Job, needs_run
+    from capture.store import Fragment
+
+    exp = manifest.load(REPO / "docs/experiments.toml").get("burn-matmul")
+
+    def job(old_device, device="cuda"):
+        old = Fragment("linux-x86_64-nvidia-h200", "burn-matmul@gpu", "", {"inputs_hash": "h", "device": old_device})
+        return Job(exp, "gpu", device, hash="h", old=old)
+    assert needs_run(job("vulkan"), force=False)  # the H200's burn fragments from before cuda was buildable
+    assert not needs_run(job("cuda"), force=False)
+    assert not needs_run(job(None), force=False)  # a record without a device says nothing against it
