@@ -216,3 +216,16 @@ def test_the_build_step_turns_kit_problems_into_build_errors(tmp_path, cache, mo
     monkeypatch.setattr("capture.build.toolchain_problem", lambda layout: None)
     with pytest.raises(BuildError, match=r"Cargo.lock:8: tracel-llvm-bundler 24.0.0-1 is locked"):
         cargo_build(layout, ["c/cuda"], tmp_path / "log")
+
+
+def test_the_cuda_kit_uses_book_cuda_home_as_it_is(tmp_path, monkeypatch):
+    from capture import cudakit
+
+    no_pip(monkeypatch)
+    monkeypatch.setenv("BOOK_CUDA_HOME", str(tmp_path / "mine"))
+    with pytest.raises(wheelkit.KitError, match=r"BOOK_CUDA_HOME=.*mine has no bin/nvcc"):
+        cudakit.install(log=lambda s: None)
+    (tmp_path / "mine/bin").mkdir(parents=True)
+    (tmp_path / "mine/bin/nvcc").write_text("")
+    assert cudakit.install(log=lambda s: None) == tmp_path / "mine"
+    assert sorted(p.name for p in (tmp_path / "mine").iterdir()) == ["bin"]  # nothing written into it
