@@ -4,8 +4,8 @@
     bash .device/run.sh [regenerate options]                        (there, from the repository root)
 
 The folder holds the prebuilt binaries as one xz archive (a carry limit is usually on the order of
-64 MiB; the stripped binaries compress from ~290 MB to 50-60 MB), their build-info.json, the Debian
-packages of the Vulkan loader when burn runs on Vulkan, and run.sh, which unpacks all of it,
+64 MiB: see pack() for how the binaries of burn on CUDA fit), their build-info.json, the Debian
+packages of the Vulkan loader when burn runs on Vulkan (its role or a variant), and run.sh, which unpacks all of it,
 points the loader at the driver's ICD, puts torch's CUDA libraries on LD_LIBRARY_PATH for candle
 and runs `python -m capture regenerate --prebuilt`.
 """

@@ -90,3 +90,19 @@ def test_cargos_resolved_features_are_read_not_the_ones_we_passed(monkeypatch):
     assert seen[0][:2] == ["cargo", "tree"] and "cubecl-cuda" in seen[0] and seen[0][-1] == "exec-gpu/cuda"
     Tree.stdout = "warning: nothing to print.\n"
     assert cudacompiler.of_build(REPO / "crates", []) is None
+
+
+def test_gpu_builds_are_one_per_framework_and_the_cpu_build_one_for_the_workspace():
+    layout = Layout(REPO)
+    assert build.member_frameworks(layout) == {"bookrec": "other", "design-bench": "candle", "design-burn": "burn",
+                                               "exec-gpu": "burn"}
+    assert [s.cmd for s in build.cargo_steps(layout, [])] == [["cargo", "build", "--release", "--locked", "--workspace"]]
+    steps = build.cargo_steps(layout, CUDA)
+    assert [(s.packages, s.features) for s in steps] == [
+        (("design-burn", "exec-gpu"), ("design-burn/cuda", "design-burn/vulkan", "exec-gpu/cuda", "exec-gpu/vulkan")),
+        (("design-bench",), ("design-bench/cuda",)),
+        (("bookrec",), ()),
+    ]
+    # burn's cuda and candle's cuda never meet in one cargo invocation (their cudarc features clash)
+    assert all(not ({"design-bench/cuda", "exec-gpu/cuda"} <= set(s.features)) for s in steps)
+    assert steps[1].cmd == ["cargo", "build", "--release", "--locked", "-p", "design-bench", "--features", "design-bench/cuda"]
