@@ -16,6 +16,7 @@ import lzma
 import shutil
 import subprocess
 import tarfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -85,6 +86,7 @@ class Packing:
     level: int
     dict_bytes: int | None  # None: the preset's own
     bytes: int  # size of the archive
+    seconds: float = 0.0  # packing time, every pass included
 
 
 def solid_dict(total: int) -> int:
@@ -119,16 +121,17 @@ def pack(src: Path, dest: Path, budget: int = ARCHIVE_BUDGET, echo=print) -> Pac
     """src/* into dest (tar.xz): fast when that fits `budget` bytes, else solid (see above)."""
     tmp = dest.with_suffix(".tmp")
     names = members(src)
+    t = time.perf_counter()
     _xz(src, names, tmp, FAST_LEVEL)
-    packing = Packing("fast", FAST_LEVEL, None, tmp.stat().st_size)
+    packing = Packing("fast", FAST_LEVEL, None, tmp.stat().st_size, time.perf_counter() - t)
     if packing.bytes > budget:
         total = sum((src / n).stat().st_size for n in names)
         dict_bytes = solid_dict(total)
-        echo(f"note: xz -{FAST_LEVEL} gave {packing.bytes / 2**20:.1f} MiB, over the {budget / 2**20:.0f} MiB budget; "
-             f"packing {total / 2**20:.0f} MiB again as one xz -{SOLID_LEVEL} stream with a "
-             f"{dict_bytes // 2**20} MiB dictionary (one thread, a few minutes)")
+        echo(f"note: xz -{FAST_LEVEL} gave {packing.bytes / 2**20:.1f} MiB in {packing.seconds:.0f} s, over the "
+             f"{budget / 2**20:.0f} MiB budget; packing {total / 2**20:.0f} MiB again as one xz -{SOLID_LEVEL} stream "
+             f"with a {dict_bytes // 2**20} MiB dictionary (one thread, a few minutes)")
         _xz(src, names, tmp, SOLID_LEVEL, dict_bytes)
-        packing = Packing("solid", SOLID_LEVEL, dict_bytes, tmp.stat().st_size)
+        packing = Packing("solid", SOLID_LEVEL, dict_bytes, tmp.stat().st_size, time.perf_counter() - t)
         if packing.bytes > budget:
             echo(f"warning: {dest.name} is {packing.bytes / 2**20:.1f} MiB even packed solid; "
                  f"check the GPU machine's carry limit")
@@ -169,7 +172,8 @@ def make_bundle(layout: Layout, out: Path, gpu: str = "cuda", candle_cuda: bool 
     run.write_text(RUN_SH, encoding="utf-8")
     run.chmod(0o755)
     total = size + sum(d.stat().st_size for d in debs) + len(RUN_SH)
-    echo(f"bundle: {out} ({total / 2**20:.1f} MiB: {ARCHIVE} {size / 2**20:.1f} MiB, {len(debs)} .deb); "
+    echo(f"bundle: {out} ({total / 2**20:.1f} MiB: {ARCHIVE} {size / 2**20:.1f} MiB packed {packing.mode} in "
+         f"{packing.seconds:.0f} s, {len(debs)} .deb); "
          f"on the GPU machine, from the repository root: bash {layout.rel(run)}")
     return {**info, "archive_bytes": size, "packing": packing.mode, "xz_level": packing.level,
             "xz_dict_bytes": packing.dict_bytes, "debs": [d.name for d in debs], "bundle_bytes": total}
