@@ -12,6 +12,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from capture import cudacompiler, llvmkit, wheelkit
 from capture.paths import Layout
 from capture.versions import rustc_version
 
@@ -28,6 +29,8 @@ class Binaries:
     prebuilt: bool = False
     info: dict = field(default_factory=dict)
     gpu_devices: dict = field(default_factory=dict)  # framework -> GPU device it was built for
+    # framework -> further GPU devices built in, for experiments that name one (manifest `gpu_device`)
+    gpu_variants: dict = field(default_factory=dict)
 
     def path(self, name: str) -> Path:
         return self.dir / name
@@ -80,33 +83,99 @@ def older_than_pin(rustc_version: str, want: str) -> str | None:
     return None
 
 
+# The pinned framework a workspace member builds on, by its dependencies: one cargo build per framework.
+FRAMEWORK_DEPS = (("burn", "burn"), ("candle-core", "candle"))
+
+
+def member_frameworks(layout: Layout) -> dict[str, str]:
+    """Workspace member (package name) -> "burn" | "candle" | "other", read from the Cargo.toml files."""
+    ws = tomllib.loads((layout.crates / "Cargo.toml").read_text(encoding="utf-8"))
+    out = {}
+    for member in ws["workspace"]["members"]:
+        toml = tomllib.loads((layout.crates / member / "Cargo.toml").read_text(encoding="utf-8"))
+        deps = set(toml.get("dependencies", {}))
+        for table in toml.get("target", {}).values():
+            deps |= set(table.get("dependencies", {}))
+        out[toml["package"]["name"]] = next((fw for dep, fw in FRAMEWORK_DEPS if dep in deps), "other")
+    return out
+
+
+@dataclass(frozen=True)
+class CargoStep:
+    packages: tuple[str, ...]  # `-p` each; empty: --workspace
+    features: tuple[str, ...]
+
+    @property
+    def cmd(self) -> list[str]:
+        sel = [a for m in self.packages for a in ("-p", m)] or ["--workspace"]
+        return ["cargo", "build", "--release", "--locked", *sel, *(["--features", ",".join(self.features)] if self.features else [])]
+
+
+def cargo_steps(layout: Layout, features: list[str]) -> list[CargoStep]:
+    """The whole workspace in one build without features; with GPU features, one build per framework
+    (`-p` its members, only their features).
+
+    Each framework's GPU stack is built as a user of that framework alone gets it: in one workspace
+    build, cargo would unify candle 0.11.0's cudarc feature `dynamic-linking` into burn's cubecl-cuda
+    0.11.3, which then fails to compile (it calls cudarc's `is_culib_present`, which exists only with
+    `dynamic-loading`). The CPU build stays one build, and its binaries are what they always were.
+    """
+    if not features:
+        return [CargoStep((), ())]
+    groups: dict[str, list[str]] = {}
+    for name, framework in sorted(member_frameworks(layout).items()):
+        groups.setdefault(framework, []).append(name)
+    return [CargoStep(tuple(members), tuple(f for f in features if f.split("/", 1)[0] in members))
+            for _, members in sorted(groups.items())]
+
+
 def cargo_build(layout: Layout, features: list[str], log: Path, echo=None) -> Binaries:
-    """Build the whole workspace once (features unify, so every crate shares one burn/candle build)."""
+    """Build every experiment binary into the shared target dir: one cargo build, or one per framework
+    when GPU features are on (cargo_steps). Binaries land in target/release either way."""
     problem = toolchain_problem(layout)
     if problem:
         raise BuildError(f"cannot build the Rust experiments: {problem}", "")
-    cmd = ["cargo", "build", "--release", "--workspace", "--locked"]
-    if features:
-        cmd += ["--features", ",".join(features)]
-    env = {**os.environ, "CARGO_TARGET_DIR": str(layout.cargo_target)}
+    try:  # burn's cuda links LLVM: the kit from PyPI, checked against Cargo.lock (capture/llvmkit.py)
+        kit_env = llvmkit.build_env(layout, features, log=echo or print)
+    except wheelkit.KitError as e:
+        raise BuildError(f"cannot build the Rust experiments: {e}", "") from None
+    env = {**os.environ, "CARGO_TARGET_DIR": str(layout.cargo_target), **kit_env}
     log.parent.mkdir(parents=True, exist_ok=True)
     t = time.perf_counter()
+    info: dict = {}
     with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, cwd=layout.crates, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        assert proc.stdout is not None
-        for raw in proc.stdout:
-            out.write(raw)
-            if echo:
-                echo(raw.decode("utf-8", "replace").rstrip())
-        proc.wait()
-    text = log.read_text(encoding="utf-8", errors="replace")
-    if proc.returncode != 0:
-        raise BuildError(
-            f"cargo build failed (exit {proc.returncode}) after {time.perf_counter() - t:.0f} s; "
-            f"full log: {log}; rerun: (cd crates && {' '.join(cmd)})",
-            text,
-        )
-    return Binaries(layout.cargo_target / "release", features, rustc_version())
+        for step in cargo_steps(layout, features):
+            cmd = step.cmd
+            out.write(f"$ {' '.join(cmd)}\n".encode())
+            out.flush()
+            proc = subprocess.Popen(cmd, cwd=layout.crates, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            assert proc.stdout is not None
+            for raw in proc.stdout:
+                out.write(raw)
+                if echo:
+                    echo(raw.decode("utf-8", "replace").rstrip())
+            proc.wait()
+            if proc.returncode != 0:
+                out.close()
+                raise BuildError(
+                    f"cargo build failed (exit {proc.returncode}) after {time.perf_counter() - t:.0f} s; "
+                    f"full log: {log}; rerun: (cd crates && {' '.join(cmd)})",
+                    log.read_text(encoding="utf-8", errors="replace"),
+                )
+            info.update(compiler_record(layout, list(step.features), env, list(step.packages) or None))
+    return Binaries(layout.cargo_target / "release", features, rustc_version(), info=info)
+
+
+def compiler_record(layout: Layout, features: list[str], env: dict | None = None,
+                    packages: list[str] | None = None) -> dict:
+    """{cudacompiler.KEY: "llvm" | "cpp"} when burn's CUDA backend is in the build (capture/cudacompiler.py), else {}."""
+    if not llvmkit.pulls_burn_cuda(layout.crates, features):
+        return {}
+    try:
+        compiler = cudacompiler.of_build(layout.crates, features, env, packages)
+    except (cudacompiler.CompilerUnknown, OSError, ValueError) as e:
+        raise BuildError(f"cannot tell which CUDA compiler burn's kernels use: {e}", "") from None
+    return {cudacompiler.KEY: compiler} if compiler else {}
 
 
 # The fields of build-info.json and their types; a file that breaks them was not written by build-prebuilt.
@@ -144,6 +213,8 @@ def load_prebuilt(dir: Path) -> Binaries:
         info.get("features", []),
         info.get("rustc"),
         prebuilt=True,
-        info={"built_on": info.get("built_on"), "built_at": info.get("built_at")},
+        info={"built_on": info.get("built_on"), "built_at": info.get("built_at"),
+              **({cudacompiler.KEY: info[cudacompiler.KEY]} if info.get(cudacompiler.KEY) else {})},
         gpu_devices=info.get("gpu_devices", {}),
+        gpu_variants=info.get("gpu_variants", {}),
     )

@@ -155,11 +155,12 @@ def cmd_check(args, layout: Layout) -> int:
 def cmd_build_prebuilt(args, layout: Layout) -> int:
     from capture.build import BuildError
     from capture.prebuilt import build_prebuilt
+    from capture.wheelkit import KitError
 
     try:
         info = build_prebuilt(layout, args.gpu, Path(args.out), echo=lambda s: print(s, file=sys.stderr),
                               candle_cuda=args.candle_cuda)
-    except BuildError as e:
+    except (BuildError, KitError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     print(json.dumps(info, indent=1))
@@ -169,11 +170,12 @@ def cmd_build_prebuilt(args, layout: Layout) -> int:
 def cmd_bundle(args, layout: Layout) -> int:
     from capture.build import BuildError
     from capture.bundle import make_bundle
+    from capture.wheelkit import KitError
 
     try:
         make_bundle(layout, Path(args.out), args.gpu, candle_cuda=args.candle_cuda,
                     vulkan_loader=args.vulkan_loader, echo=lambda s: print(s, file=sys.stderr))
-    except BuildError as e:
+    except (BuildError, KitError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 1
     return 0

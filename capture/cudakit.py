@@ -16,11 +16,9 @@ import re
 import shutil
 import stat
 import subprocess
-import sys
-import tempfile
-import zipfile
 from pathlib import Path
 
+from capture import wheelkit
 from capture.paths import cache_home
 
 WHEELS = [
@@ -46,28 +44,26 @@ def _cudarc_driver_sys() -> Path:
 
 
 def install(dest: Path | None = None, log=print) -> Path:
-    """Lay out a toolkit folder (bin/nvcc, include/, lib/, lib/stubs/libcuda.so) at dest, once."""
+    """The toolkit folder (bin/nvcc, include/, lib/, lib/stubs/libcuda.so), laid out once from WHEELS.
+
+    BOOK_CUDA_HOME names a toolkit of your own: it is used as it is, never written to.
+    """
+    if dest is None and os.environ.get("BOOK_CUDA_HOME"):
+        home = default_home()
+        if not (home / "bin/nvcc").is_file():
+            raise wheelkit.KitError(f"BOOK_CUDA_HOME={home} has no bin/nvcc; unset it to use the kit from PyPI")
+        return home
     dest = dest or default_home()
-    if (dest / "bin/nvcc").is_file() and (dest / "lib/stubs/libcuda.so").is_file():
-        return dest
-    wheels = dest.parent / "cuda-wheels"
-    wheels.mkdir(parents=True, exist_ok=True)
-    log(f"downloading {len(WHEELS)} CUDA 13.0 wheels from PyPI into {wheels}")
-    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", str(wheels), *WHEELS], check=True)
-    with tempfile.TemporaryDirectory(dir=dest.parent) as tmp:
-        for spec in WHEELS:
-            name, ver = spec.split("==")
-            (whl,) = wheels.glob(f"{name.replace('-', '_')}-{ver}-*.whl")
-            with zipfile.ZipFile(whl) as z:
-                z.extractall(tmp)
-        if dest.exists():
-            shutil.rmtree(dest)
-        shutil.move(str(Path(tmp) / "nvidia/cu13"), dest)
+    return wheelkit.install(dest, WHEELS, dest.parent / "cuda-wheels", _lay_out, "CUDA 13.0 toolkit", log)
+
+
+def _lay_out(unpacked: Path, kit: Path) -> None:
+    shutil.move(str(unpacked / "nvidia/cu13"), kit)
     for exe in EXECUTABLES:
-        p = dest / exe
+        p = kit / exe
         p.chmod(p.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-    (dest / "lib64").symlink_to("lib")
-    lib = dest / "lib"
+    (kit / "lib64").symlink_to("lib")
+    lib = kit / "lib"
     for name, so in [("cudart", "13"), ("nvrtc", "13"), ("cublas", "13"), ("cublasLt", "13"), ("curand", "10")]:
         link = lib / f"lib{name}.so"
         link.unlink(missing_ok=True)
@@ -78,8 +74,6 @@ def install(dest: Path | None = None, log=print) -> Path:
     (stubs / "libcuda_stub.c").write_text("".join(f"void {n}(void) {{}}\n" for n in names))
     subprocess.run(["gcc", "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o", str(stubs / "libcuda.so"),
                     str(stubs / "libcuda_stub.c")], check=True)
-    log(f"CUDA toolkit ready at {dest} ({len(names)} driver entry points stubbed for linking)")
-    return dest
 
 
 def build_env(home: Path) -> dict[str, str]:

@@ -199,10 +199,16 @@ def of_machine(p, machine: dict | None = None, prebuilt: dict | None = None) -> 
 
 
 def bundle_recipe(features: list[str]) -> dict:
-    """How `python -m capture bundle` was asked to build the given features (for the re-run command)."""
-    env, args = {}, []
-    if any(f.endswith("/vulkan") for f in features):
-        env["BOOK_BURN_GPU"] = "vulkan"
-    if any(f.startswith("design-bench/") and f.endswith("/cuda") for f in features):
-        args.append("--candle-cuda")
-    return {"env": env, "args": args}
+    """How `python -m capture bundle` was asked to build the given features (for the re-run command).
+
+    burn's GPU role is cuda unless BOOK_BURN_GPU=vulkan built it for Vulkan only; a burn build with
+    both has cuda as the role and vulkan as a variant (capture/roles.py), which the default gives.
+    """
+    by_crate: dict[str, set[str]] = {}
+    for f in features:
+        crate, _, feature = f.partition("/")
+        by_crate.setdefault(crate, set()).add(feature)
+    candle = by_crate.pop("design-bench", set())
+    burn = set().union(*by_crate.values())
+    env = {"BOOK_BURN_GPU": "vulkan"} if "vulkan" in burn and "cuda" not in burn else {}
+    return {"env": env, "args": ["--candle-cuda"] if "cuda" in candle else []}

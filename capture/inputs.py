@@ -202,6 +202,8 @@ def inputs(exp: Experiment, role: str, layout: Layout, scheme: int = HASH_VERSIO
         rec["processes"] = exp.processes
     if exp.caches:
         rec["caches"] = exp.caches
+    if exp.gpu_device and role == "gpu":  # absent otherwise, so existing fragments keep their hash
+        rec["gpu_device"] = exp.gpu_device
     if exp.script:
         rec["torch_pin"] = torch_pin(layout)
     return rec

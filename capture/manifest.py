@@ -25,7 +25,7 @@ SOURCE_HASH_MODES = ("code", "lines", "exact")
 OPERATING_SYSTEMS = ("macos", "linux")
 PLACEHOLDERS = ("device",)  # what `{...}` in args may name
 KEYS = ("id", "framework", "script", "crate", "bin", "args", "roles", "timeout", "expect", "mask", "title", "env",
-        "platforms", "source_hash", "max_output", "processes", "caches", "needs")
+        "platforms", "source_hash", "max_output", "processes", "caches", "needs", "gpu_device")
 CACHE_RULES = ("cold", "warm")
 NEEDS = ("cargo",)  # what a machine must have for the experiment to run there (else it is skipped)
 DEFAULT_KEYS = ("timeout", "expect", "max_output")
@@ -90,6 +90,9 @@ class Experiment:
     caches: str = ""
     # tools the run needs beyond its language: "cargo" = the pinned crates' source in cargo's registry
     needs: tuple[str, ...] = ()
+    # the gpu role's device when it is not the platform's own: a variant built beside it, e.g. burn on
+    # vulkan where burn's GPU role is cuda (capture/roles.py GPU_VARIANTS); skipped where not built
+    gpu_device: str = ""
 
     @property
     def lang(self) -> str:
@@ -275,6 +278,18 @@ def _needs(v) -> tuple[str, ...]:
     return needs
 
 
+def _gpu_device(v, framework, roles) -> str:
+    from capture.roles import variant_devices
+
+    known = variant_devices(framework or "")
+    if not known:
+        raise ValueError(f"gpu_device: {framework} has no GPU variants (capture/roles.py GPU_VARIANTS)")
+    device = _choice(v, known, "gpu_device")
+    if "gpu" not in (roles or ()):
+        raise ValueError("gpu_device names the device of the gpu role; roles must include \"gpu\"")
+    return device
+
+
 def _roles(v) -> tuple[str, ...]:
     roles = _string_list(v, "roles")
     if not roles or any(r not in ROLES for r in roles) or len(set(roles)) != len(roles):
@@ -430,13 +445,14 @@ def _parse_one(raw: dict, defaults: dict, line: int, problems: list[str]) -> Exp
     processes = get("processes", _processes, 1)
     caches = get("caches", lambda v: _choice(v, CACHE_RULES, "caches"), "")
     needs = get("needs", _needs, ())
+    gpu_device = get("gpu_device", lambda v: _gpu_device(v, framework, roles), "")
     if problems:
         return None
     return Experiment(
         id=exp_id, framework=framework, roles=roles, args=args, expect=expect, timeout=timeout,
         script=script, crate=crate, bin=bin_, mask=mask, title=title, line=line, env=env,
         platforms=platforms, source_hash=source_hash, max_output=max_output, processes=processes,
-        caches=caches, needs=needs,
+        caches=caches, needs=needs, gpu_device=gpu_device,
     )
 
 

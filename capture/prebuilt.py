@@ -23,7 +23,7 @@ from capture.inputs import file_digest
 from capture.manifest import load
 from capture.paths import Layout
 from capture.platform import detect
-from capture.roles import burn_nvidia_backend, candle_cuda_buildable
+from capture.roles import candle_cuda_buildable, nvidia_build
 
 
 def sources_digest(layout: Layout) -> str:
@@ -42,14 +42,10 @@ def build_prebuilt(layout: Layout, gpu: str, out: Path, echo=print, candle_cuda:
         os.environ.update(cudakit.build_env(cudakit.install(log=echo)))
     manifest = load(layout.manifest)
     crates = {e.crate: e.framework for e in manifest.experiments if e.crate}
-    feats, gpu_devices = [], {}
-    for crate, fw in sorted(crates.items()):
-        if fw == "candle" and not candle_cuda_buildable():
-            echo(f"note: {crate} without {gpu}: candle's CUDA kernels need nvcc at build time (none found)")
-            continue
-        device = burn_nvidia_backend() if fw == "burn" else gpu
-        feats.append(f"{crate}/{device}")
-        gpu_devices[fw] = device
+    if "candle" in crates.values() and not candle_cuda_buildable():
+        echo(f"note: candle without {gpu}: its CUDA kernels need nvcc at build time (none found; --candle-cuda brings one)")
+    plan = nvidia_build(crates, layout.crates, candle_cuda_buildable())
+    feats = plan.features
     # The shared target dir: cargo keys artifacts by features, so the CPU build's artifacts stay and
     # whatever the GPU features leave unchanged is reused. That is less than one would hope: through
     # feature unification the GPU crates change the features of low-level crates (proc-macro2, serde,
@@ -63,7 +59,9 @@ def build_prebuilt(layout: Layout, gpu: str, out: Path, echo=print, candle_cuda:
         shutil.copy2(bins.path(name), out / name)
     info = {
         "features": feats,
-        "gpu_devices": gpu_devices,
+        "gpu_devices": plan.gpu_devices,
+        "gpu_variants": plan.gpu_variants,
+        **bins.info,  # which compiler burn's CUDA kernels use (capture/cudacompiler.py)
         "rustc": bins.rustc,
         "built_on": detect().key,
         "built_at": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),

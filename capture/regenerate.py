@@ -88,13 +88,14 @@ def source_problem(exp: Experiment, layout: Layout, where: str) -> str:
 
 
 def plan(layout: Layout, manifest: Manifest, platform: Platform, store: Store, opts: Options) -> list[Job]:
-    prebuilt_gpu = buildmod.load_prebuilt(opts.prebuilt).gpu_devices if opts.prebuilt else None
+    prebuilt = buildmod.load_prebuilt(opts.prebuilt) if opts.prebuilt else None
+    prebuilt_gpu, prebuilt_variants = (prebuilt.gpu_devices, prebuilt.gpu_variants) if prebuilt else (None, None)
     jobs = []
     for exp in manifest.select(opts.only):
         for role in exp.roles:
             if opts.roles and role not in opts.roles:
                 continue
-            res = resolve(platform, exp.framework, role, prebuilt_gpu)
+            res = resolve(platform, exp.framework, role, prebuilt_gpu, exp.gpu_device, prebuilt_variants)
             if exp.platforms and platform.os not in exp.platforms:
                 res = type(res)(None, f"runs only on {', '.join(exp.platforms)}")
             elif "cargo" in exp.needs and shutil.which("cargo") is None:
@@ -116,10 +117,13 @@ def plan(layout: Layout, manifest: Manifest, platform: Platform, store: Store, o
 
 
 def needs_run(job: Job, force: bool) -> bool:
-    """Run when forced, never captured, torn, corrupt (any of its files), or its inputs changed."""
+    """Run when forced, never captured, torn, corrupt (any of its files), its inputs changed, or it was
+    captured on another device than its role maps to here now (burn's NVIDIA GPU role: vulkan -> cuda)."""
     if not job.device:
         return False
-    return bool(job.error or job.corrupt) or force or job.old is None or job.old.torn or job.old.inputs_hash != job.hash
+    if bool(job.error or job.corrupt) or force or job.old is None or job.old.torn or job.old.inputs_hash != job.hash:
+        return True
+    return job.old.meta.get("device") not in (None, job.device)
 
 
 def regenerate(layout: Layout, manifest: Manifest, platform: Platform, store: Store, opts: Options, out=sys.stderr) -> list[Outcome]:

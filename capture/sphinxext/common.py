@@ -12,6 +12,7 @@ from pathlib import Path
 from docutils import nodes
 from sphinx.util import logging
 
+from capture import cudacompiler
 from capture.book import NOTE, WARN, Answer, Book, FragmentState
 from capture.fmt import NBSP
 from capture.keys import FragmentKey
@@ -283,9 +284,20 @@ def provenance(b: Book, frag, exp=None) -> str:
     own = [f.split("/", 1)[1] for f in feats if crate and f.startswith(crate + "/")]
     if own:
         parts.append("crate feature " + ",".join(own))
+    compiler = compiler_words(m)
+    if compiler:
+        parts.append(compiler)
     parts.append(m.get("started", "")[:10])
     parts.append(load_words(m.get("load_before"), m.get("load_after"), (m.get("machine") or {}).get("cores")))
     return " · ".join(p for p in parts if p)
+
+
+def compiler_words(meta: dict) -> str:
+    """For burn on CUDA: which compiler made the kernels (build record, capture/cudacompiler.py), or ''."""
+    if meta.get("framework") != "burn" or meta.get("device") != "cuda":
+        return ""
+    compiler = ((meta.get("versions") or {}).get("rust_build") or {}).get(cudacompiler.KEY)
+    return f"CubeCL 内核编译：{cudacompiler.WORDS.get(compiler, compiler)}" if compiler else ""
 
 
 def load_words(before, after, cores) -> str:

@@ -297,7 +297,8 @@ def test_prebuilt_binaries_run_where_there_is_no_cargo(prebuilt_book, tmp_path, 
 
     layout = prebuilt_book
     info = build_prebuilt(layout, "cuda", tmp_path / "bin", echo=lambda *a: None)
-    assert info["features"] == ["tiny/cuda"] and info["gpu_devices"] == {"burn": "cuda"}
+    assert info["features"] == ["tiny/cuda", "tiny/vulkan"] and info["gpu_devices"] == {"burn": "cuda"}
+    assert info["gpu_variants"] == {"burn": ["vulkan"]}
     assert (tmp_path / "bin/tiny").is_file() and info["sources_digest"]
 
     # the GPU machine: no cargo anywhere on PATH
@@ -308,7 +309,7 @@ def test_prebuilt_binaries_run_where_there_is_no_cargo(prebuilt_book, tmp_path, 
     frag = Store(layout.fragments).read(GPU.key, "tiny@gpu")
     assert frag.text.strip() == "tiny ok cuda"
     build = frag.meta["versions"]["rust_build"]
-    assert build["prebuilt"] is True and build["features"] == ["tiny/cuda"] and build["built_on"]
+    assert build["prebuilt"] is True and build["features"] == ["tiny/cuda", "tiny/vulkan"] and build["built_on"]
 
     # a framework the binaries were not built with a GPU backend for is skipped, with the reason
     assert "have no GPU backend" in resolve(GPU, "candle", "gpu", info["gpu_devices"]).reason

@@ -45,7 +45,9 @@ def test_bundle_builds_in_the_shared_target_dir_and_keeps_its_binaries_apart(boo
     assert cpu.dir == tmp_path / "target/release" and output(cpu.path("tiny")) == "cuda=false"
 
     info = build_prebuilt(book, "cuda", tmp_path / "bin", echo=lambda *a: None)
-    assert info["features"] == ["tiny/cuda"] and output(tmp_path / "bin/tiny") == "cuda=true"
+    # the tiny crate declares vulkan too: burn's NVIDIA build turns it on beside cuda, as a variant
+    assert info["features"] == ["tiny/cuda", "tiny/vulkan"] and output(tmp_path / "bin/tiny") == "cuda=true"
+    assert info["gpu_devices"] == {"burn": "cuda"} and info["gpu_variants"] == {"burn": ["vulkan"]}
     # one target dir holds both feature sets; no target dir of the bundle's own
     assert len([p for p in (tmp_path / "target/release/deps").glob("tiny-*") if not p.suffix]) == 2
     assert not (tmp_path / "cache").exists() or not list((tmp_path / "cache").glob("cargo-target*"))

@@ -1,5 +1,6 @@
-"""The bundle's archive: the fast xz preset when it fits the carry budget, the small one when not,
-with or without the xz tool; either way the GPU machine's Python unpacks the same files."""
+"""The bundle's archive: fast xz when it fits the carry budget, one solid stream with a dictionary that
+spans the tar when not (binaries that repeat one another cost little more than one), with or without
+the xz tool; either way the GPU machine's Python unpacks the same files."""
 
 import os
 import tarfile
@@ -8,13 +9,17 @@ import pytest
 
 from capture import bundle
 
+MiB = 2**20
+
 
 def _binaries(tmp_path):
+    """Two 'binaries' that repeat each other beyond what fast xz's dictionary and blocks can see."""
     src = tmp_path / "bin"
     src.mkdir()
-    # half incompressible, half very compressible: the two presets give different sizes
-    (src / "noise").write_bytes(os.urandom(200_000))
-    (src / "zeros").write_bytes(bytes(400_000))
+    body = os.urandom(3 * MiB)
+    (src / "exec-gpu").write_bytes(body + b"exec-gpu main")
+    (src / "design-burn").write_bytes(body[:1000] + b"\x00\x01\x02\x03" + body[1004:] + b"design-burn main")
+    (src / "small").write_bytes(bytes(100_000))
     return src
 
 
@@ -25,35 +30,58 @@ def _unpacked(archive, tmp_path):
     return {p.name: p.read_bytes() for p in out.iterdir()}
 
 
-@pytest.mark.parametrize("xz_tool", [True, False])
-def test_fast_preset_when_it_fits(tmp_path, monkeypatch, xz_tool):
+def _tools(monkeypatch, xz_tool):
     if not xz_tool:
         monkeypatch.setattr(bundle.shutil, "which", lambda name: None)
     elif not bundle.shutil.which("xz"):
         pytest.skip("no xz tool here")
+
+
+@pytest.mark.parametrize("xz_tool", [True, False])
+def test_fast_when_it_fits(tmp_path, monkeypatch, xz_tool):
+    _tools(monkeypatch, xz_tool)
     src = _binaries(tmp_path)
     notes = []
-    size, level = bundle.pack(src, tmp_path / "a.tar.xz", budget=10**9, echo=notes.append)
-    assert level == bundle.FAST_LEVEL and notes == []
-    assert size == (tmp_path / "a.tar.xz").stat().st_size
+    packing = bundle.pack(src, tmp_path / "a.tar.xz", budget=10**9, echo=notes.append)
+    assert packing.mode == "fast" and packing.level == bundle.FAST_LEVEL and notes == []
+    assert packing.bytes == (tmp_path / "a.tar.xz").stat().st_size > 6 * MiB  # the repeat was not seen
     assert _unpacked(tmp_path / "a.tar.xz", tmp_path) == {p.name: p.read_bytes() for p in src.iterdir()}
     assert not (tmp_path / "a.tar.tmp").exists()
 
 
-def test_small_preset_when_the_fast_one_is_over_budget(tmp_path):
+@pytest.mark.parametrize("xz_tool", [True, False])
+def test_solid_when_fast_is_over_budget_and_a_repeat_costs_only_its_differences(tmp_path, monkeypatch, xz_tool):
+    _tools(monkeypatch, xz_tool)
     src = _binaries(tmp_path)
-    fast, _ = bundle.pack(src, tmp_path / "fast.tar.xz", budget=10**9, echo=lambda s: None)
     notes = []
-    size, level = bundle.pack(src, tmp_path / "a.tar.xz", budget=fast - 1, echo=notes.append)
-    assert level == bundle.SMALL_LEVEL
-    assert "over the" in notes[0] and f"xz -{bundle.SMALL_LEVEL}" in notes[0]
+    packing = bundle.pack(src, tmp_path / "a.tar.xz", budget=5 * MiB, echo=notes.append)
+    assert packing.mode == "solid" and packing.level == bundle.SOLID_LEVEL and packing.dict_bytes == bundle.MIN_DICT
+    assert packing.bytes < 3.2 * MiB  # the second 3 MiB binary is nearly free
+    assert "over the 5 MiB budget" in notes[0] and "64 MiB dictionary" in notes[0] and len(notes) == 1
     assert _unpacked(tmp_path / "a.tar.xz", tmp_path) == {p.name: p.read_bytes() for p in src.iterdir()}
 
 
-def test_a_bundle_over_budget_even_when_small_is_packed_with_a_warning(tmp_path):
+def test_over_budget_even_solid_is_packed_with_a_warning(tmp_path):
     src = _binaries(tmp_path)
     notes = []
-    size, level = bundle.pack(src, tmp_path / "a.tar.xz", budget=1000, echo=notes.append)
-    assert level == bundle.SMALL_LEVEL and size > 1000
+    packing = bundle.pack(src, tmp_path / "a.tar.xz", budget=1000, echo=notes.append)
+    assert packing.mode == "solid" and packing.bytes > 1000
     assert notes[-1].startswith("warning:") and "carry limit" in notes[-1]
     assert (tmp_path / "a.tar.xz").is_file()
+
+
+def test_the_solid_dictionary_holds_the_whole_tar_within_limits():
+    assert bundle.solid_dict(1) == bundle.MIN_DICT == 64 * MiB
+    assert bundle.solid_dict(64 * MiB) == 64 * MiB and bundle.solid_dict(64 * MiB + 1) == 128 * MiB
+    assert bundle.solid_dict(700 * MiB) == 1024 * MiB and bundle.solid_dict(5000 * MiB) == bundle.MAX_DICT
+
+
+def test_members_largest_first(tmp_path):
+    src = _binaries(tmp_path)
+    assert bundle.members(src) == ["design-burn", "exec-gpu", "small"]
+
+
+def test_the_vulkan_loader_comes_along_for_a_vulkan_role_or_variant():
+    assert bundle.runs_vulkan({"gpu_devices": {"burn": "cuda"}, "gpu_variants": {"burn": ["vulkan"]}})
+    assert bundle.runs_vulkan({"gpu_devices": {"burn": "vulkan", "candle": "cuda"}})
+    assert not bundle.runs_vulkan({"gpu_devices": {"burn": "cuda", "candle": "cuda"}, "gpu_variants": {}})
