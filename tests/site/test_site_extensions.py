@@ -223,3 +223,55 @@ def test_a_number_keeps_its_unit(text, kept):
     from capture.sphinxext.site.zh_text import keep_units
 
     assert keep_units(text) == kept
+
+
+# -- fences ---------------------------------------------------------------------------------
+
+SPILL = """\
+# 动脑筋
+
+::::::{admonition} 动脑筋
+:class: puzzle
+
+题目。
+
+::::{dropdown} 动脑筋答案
+::::{per-platform} gpu
+答案的一部分。
+::::
+答案的其余部分。
+::::
+::::::
+"""
+
+
+def test_an_inner_fence_as_long_as_its_directives_is_found():
+    from capture.sphinxext.site.fences import problems
+
+    found = problems(SPILL)
+    assert [(inner, outer) for inner, outer, _ in found] == [(9, 8)]
+    assert "make the outer fence longer than 4 (e.g. :::::{dropdown})" in found[0][2]
+    assert problems(SPILL.replace("::::{dropdown}", ":::::{dropdown}").replace("::::\n::::::", ":::::\n::::::")) == []
+
+
+def test_fences_inside_code_blocks_are_text():
+    from capture.sphinxext.site.fences import problems
+
+    text = "````md\n::::{dropdown} x\n::::{per-platform} gpu\n::::\n::::\n````\n\n```{snippet} a.py#r\n```\n"
+    assert problems(text) == []
+
+
+def test_a_directive_closed_by_an_inner_fence_fails_the_strict_build(tmp_path):
+    rc, log = build(tmp_path / "src", tmp_path / "out", ["sphinx_design", "capture.sphinxext.site.fences"],
+                    'myst_enable_extensions = ["colon_fence"]\n', {"index.md": SPILL.replace("::::{per-platform} gpu", "::::{note}")})
+    assert rc != 0
+    assert "index.md:9" in log and "{note} opens with :::: inside {dropdown} (line 8" in log
+
+
+def test_the_books_pages_have_no_spilling_fence():
+    from capture.sphinxext.site.fences import problems
+    from site_helpers import DOCS
+
+    found = {str(p.relative_to(DOCS)): problems(p.read_text(encoding="utf-8"))
+             for p in DOCS.rglob("*.md") if "node_modules" not in p.parts and "_build" not in p.parts}
+    assert not {k: v for k, v in found.items() if v}

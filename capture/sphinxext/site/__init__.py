@@ -11,6 +11,7 @@ Each module is a Sphinx extension of its own (a throwaway test project can load 
 - theme     the theme's templates and assets: no icon script, search scripts on the search page only
 - search    the index without charts, tables of contents and captions; chapters ranked first
 - ranwhere  the generated page "what ran where", from the fragment store
+- fences    a directive closed early by an inner fence of the same length is a build error
 
 "Re-read the pages that depend on X when X changes" is done once, in depends.py.
 """
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 from sphinx.application import Sphinx
 
-MODULES = ("anchors", "volumes", "zh_text", "rust_api", "mermaid", "theme", "search", "ranwhere")
+MODULES = ("anchors", "volumes", "zh_text", "rust_api", "mermaid", "theme", "search", "ranwhere", "fences")
 
 
 def setup(app: Sphinx):
