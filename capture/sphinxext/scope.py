@@ -51,11 +51,11 @@ class PerPlatformDirective(SphinxDirective):
             box["classes"].append(f"book-plat-{plat}")
             with scoped(self.env, plat):
                 self.state.nested_parse(self.content, self.content_offset, box)
-            items.append((plat, b.label(plat), [box]))
+            items.append((plat, b.short_label(plat), [box], b.label(plat)))
         if not items:
             return []
         if len(items) == 1:
-            plat, label, content = items[0]
+            plat, _, content, label = items[0]
             head = nodes.paragraph("", "", nodes.strong("", f"在 {label} 上"), classes=["book-per-platform-head"])
             box = nodes.container(classes=["book-platform-note"])
             box += head

@@ -24,7 +24,8 @@ TERMS = re.compile(r"CUDA|Metal|MPS|Vulkan|cuBLAS|Triton|SPIR-V|MSL|PTX|NVRTC|nv
                    r"Windows|H200|NVIDIA|Apple|Accelerate|M[1-4] (?:Pro|Max|Ultra)")
 # containers whose text is scoped to machines already (or is machinery, not prose)
 SCOPED = {"book-per-platform", "book-platform-note", "book-claim", "book-until-captured", "book-notice",
-          "book-reproduce", "book-chart-caption", "book-datachart"}
+          "book-reproduce", "book-chart-caption", "book-datachart", "book-output-more", "book-chart-more",
+          "book-claim-marks", "book-glossary"}
 SENTENCE_END = re.compile(r"(?<=[。！？；])")
 
 
@@ -90,7 +91,7 @@ def check_terms(app, doctree, docname) -> None:
     try:
         allow = [a for a in load_allow(path) if a["page"] == docname]
     except (ValueError, tomllib.TOMLDecodeError) as e:
-        logger.warning(f"scope allow-list: {e}", type="capture", subtype="scope")
+        logger.warning(f"scope allow-list: {e}", location=str(path), type="capture", subtype="scope")
         return
     used = _used(app)
     _checked(app).add(docname)

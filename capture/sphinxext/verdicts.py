@@ -22,6 +22,7 @@ from sphinx.util.docutils import SphinxDirective
 from capture.keys import ROLES
 from capture.sphinxext.common import (book, depend, differs_option, logger, reader_why, report_answer, stale_mark,
                                      value_node, warn)
+from capture.sphinxext.reader import data_label, detail_words, tip
 from capture.sphinxext.tables import parse_pairs, table_node
 
 
@@ -46,13 +47,15 @@ class VerdictMatrixDirective(SphinxDirective):
             warn(f"verdict-matrix: {e}", where, "verdicts")
             return []
         columns = [(p, r) for p in b.platforms() for r in roles if r == "cpu" or b.identity(p).has_gpu]
-        header = ["问题", *[b.label(p, r) for p, r in columns]]
+        header = ["问题", *[tip(b.short_label(p, r), b.label(p, r)) for p, r in columns]]
         body = []
         for label, template in rows:
             text, _ = self.state.inline_text(label, self.lineno)  # `code` in a question renders as code
-            cells = [nodes.inline("", "", *text)]
+            cells = [nodes.inline("", "", *text, classes=["book-verdict-question"])]
             for plat, role in columns:
-                cells.append(self._cell(b, template.replace("{role}", role), plat, where))
+                cell = self._cell(b, template.replace("{role}", role), plat, where)
+                # on a phone the matrix is a list: each answer says its column (book-site.css)
+                cells.append(nodes.inline("", "", data_label(b.short_label(plat, role)), cell))
             body.append(cells)
         for _, template in rows:
             for role in roles:
@@ -71,9 +74,9 @@ class VerdictMatrixDirective(SphinxDirective):
             return nodes.inline("", "？", classes=["book-na"])
         if not ans.ok:
             st = ans.blocking
-            node = nodes.inline("", "未测" if st.state in ("not-applicable", "missing") else "—", classes=["book-na"])
-            node["title"] = st.detail
-            return node
+            text = "未测" if st.state in ("not-applicable", "missing") else "—"
+            return tip(text, detail_words(st.detail) if st.state == "not-applicable" else "这台机器还没有这项记录",
+                       ["book-na"])
         val = getattr(ans.value, "v", ans.value)
         why = getattr(ans.value, "why", "")
         if val is None and why:  # the measurements cannot tell (capture/verdict.py)

@@ -230,8 +230,11 @@ def test_ran_where_page_agrees_with_status(site):
     table = table[: table.index("</table>")]
     rows = re.findall(r"<tr[^>]*>(.*?)</tr>", table, re.S)
     header, body = rows[0], rows[1:]
-    assert [unescape(re.sub(r"<[^>]+>", "", h)).strip().replace("\u00a0", " ")
-            for h in re.findall(r"<th[^>]*>(.*?)</th>", header, re.S)][1:] == [b.label(p) for p in plats]
+    heads = re.findall(r"<th[^>]*>(.*?)</th>", header, re.S)[1:]
+    # each machine by its short name, its full name in the tooltip
+    assert [unescape(re.sub(r"<[^>]+>", "", h)).strip().replace("\u00a0", " ") for h in heads] == [b.short_label(p) for p in plats]
+    assert [unescape(m.group(1)).replace("\u00a0", " ") for h in heads for m in [re.search(r'title="([^"]*)"', h)]] == \
+        [b.label(p) for p in plats]
     keys = [str(FragmentKey(e.id, r)) for e in b.manifest.experiments for r in e.roles]
     assert len(body) == len(keys)
     for key, row in zip(keys, body):
@@ -242,6 +245,8 @@ def test_ran_where_page_agrees_with_status(site):
 
 
 def test_every_output_says_how_to_reproduce_it(site):
+    """Under every output, one click away (「来历与重现」): in Chinese, the steps of capture/identity.py, each
+    command as code, on the machine that must run it."""
     from capture.book import Book
     from capture.keys import FragmentKey
 
@@ -252,11 +257,16 @@ def test_every_output_says_how_to_reproduce_it(site):
         for m in re.finditer(r'class="[^"]*book-output-wrapper book-plat-([a-z0-9_-]+) book-frag-([a-z0-9_-]+?)--(cpu|gpu)[ "]', text):
             plat, key = m.group(1), FragmentKey(m.group(2), m.group(3))
             after = text[m.end() : m.end() + 20000]
-            repro = re.search(r'class="book-reproduce[^"]*"[^>]*>\s*<p[^>]*>重现：<code[^>]*>(.*?)</code>', after, re.S)
+            more = re.search(r'<details class="book-output-more[^"]*">\s*<summary>来历与重现</summary>(.*?)</details>', after, re.S)
+            assert more, f"{page.name}: no 「来历与重现」 after {key} on {plat}"
+            repro = re.search(r"<p[^>]*>重现：(.*?)</p>", more.group(1), re.S)
             assert repro, f"{page.name}: no reproduce line after {key} on {plat}"
-            cmd = re.sub(r"[\s\u00a0]+", " ", unescape(re.sub(r"<[^>]+>", "", repro.group(1)))).strip()
-            want = re.sub(r"\s+", " ", b.identity(plat).regenerate_command([key.exp], [key.role]))
-            assert cmd == want, (page.name, key, plat, cmd)
+            cmds = [re.sub(r"[\s\u00a0]+", " ", unescape(re.sub(r"<[^>]+>", "", c))).strip()
+                    for c in re.findall(r"<code[^>]*>(.*?)</code>", repro.group(1), re.S)]
+            steps = b.identity(plat).regenerate_steps([key.exp], [key.role])
+            assert cmds == [cmd for _, cmd in steps], (page.name, key, plat, cmds)
+            words = unescape(re.sub(r"<code[^>]*>.*?</code>", "", repro.group(1), flags=re.S))
+            assert b.label(plat) in words.replace("\u00a0", " ") and not re.search(r"\b(?:on|then|with)\b", words), words
             checked += 1
     assert checked > 10
 
