@@ -73,6 +73,11 @@ html_use_index = False  # no index entries but the API's: the empty general inde
 html_copy_source = False  # nothing links to the sources (no download button, no source link)
 html_show_sourcelink = False
 html_context = {"default_mode": "auto"}  # follow the reader's light/dark preference
+# Where the sources are published: the footer links the commit the site was built from (theme.py).
+# In GitHub Actions the repository is known; elsewhere set BOOK_REPOSITORY_URL.
+_github = os.environ.get("GITHUB_REPOSITORY")
+book_repository_url = os.environ.get("BOOK_REPOSITORY_URL") or (
+    f"{os.environ.get('GITHUB_SERVER_URL', 'https://github.com')}/{_github}" if _github else "")
 html_theme_options = {
     "home_page_in_toc": True,
     "show_navbar_depth": 2,
@@ -87,10 +92,14 @@ html_theme_options = {
     "pygments_dark_style": "a11y-dark",
 }
 
-# Chinese search: Sphinx's zh splitter runs jieba (cut_for_search) over every page.
-# The user dictionary keeps the book's compounds (延迟执行, 逐元素, ...) as search terms.
+# The book's terms, one file (capture/sphinxext/site/glossary.py): the glossary page, the words pages avoid,
+# the words the Chinese search keeps whole and the page each term is found on first.
+book_terms = "docs/terms.toml"
+
+# Chinese search: Sphinx's zh splitter runs jieba (cut_for_search) over every page; the terms file keeps
+# the book's compounds (延迟执行, 矩阵乘, ...) whole (capture/sphinxext/site/zhsearch.py).
 html_search_language = "zh"
-html_search_options = {"dict": str(DOCS / "zh_dict.txt")}
+html_search_options = {"dict": str(DOCS / "terms.toml")}
 
 # sphinx-copybutton: copy code without prompts or captured-output markers.
 copybutton_prompt_text = r">>> |\.\.\. |\$ "

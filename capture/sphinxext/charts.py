@@ -188,7 +188,7 @@ class DataChartDirective(SphinxDirective):
         fig = nodes.container(classes=["book-datachart"])
         fig["classes"].append(f"book-plat-{plat}")
         fig += node
-        from capture.sphinxext.reader import disclosure, plain
+        from capture.sphinxext.reader import disclosure, plain, with_code
 
         cap = nodes.paragraph(classes=["book-chart-caption"])
         if self.options.get("caption"):
@@ -206,8 +206,8 @@ class DataChartDirective(SphinxDirective):
         for i, key in enumerate(keys):
             if i:
                 sources += nodes.Text("、")
-            title = plain(b.experiment(key).title or str(key))
-            sources += nodes.reference(title, title, refuri=fragment_href(self.env, plat, key))
+            title = b.experiment(key).title or str(key)
+            sources += nodes.reference(plain(title), "", *with_code(title), refuri=fragment_href(self.env, plat, key))
             if key in stale:
                 sources += nodes.Text("（旧）")
         rows = [sources] + [nodes.paragraph("", reader_why(why)) for _, why in undecided if reader_why(why)]

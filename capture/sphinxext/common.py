@@ -217,8 +217,8 @@ def stale_mark(b: Book, states) -> nodes.Node | None:
         return None
     from capture.sphinxext.reader import tip
 
-    title = "；".join(f"在 {b.label(s.platform)} 上捕获之后，{'、'.join(s.changed)} 改动过" for s in stale)
-    return tip("（旧）", "这个数来自这段代码较早的版本：" + title, ["book-stale-mark"])
+    where = "、".join(dict.fromkeys(b.label(s.platform) for s in stale))
+    return tip("（旧）", f"这个数来自这段代码较早的版本：在 {where} 上捕获之后，代码改动过", ["book-stale-mark"])
 
 
 def fragment_href(env, platform: str, key, ext: str = "json") -> str:
@@ -234,7 +234,10 @@ def value_node(env, b: Book, ans: Answer, text: str, rawtext: str = "") -> nodes
     st = ans.states[0]
     devices = sorted({s.fragment.meta.get("device") for s in ans.states if s.fragment is not None} - {None})
     title = figure_tip(b.label(ans.platform), "、".join(devices) or None, ans.expr)
-    ref = nodes.reference(rawtext, text, refuri=fragment_href(env, ans.platform, st.key), reftitle=title,
+    raw = getattr(ans.value, "v", ans.value)
+    # a recorded text (an error message, a word) is shown as the program wrote it: code
+    child = nodes.literal(text, text) if isinstance(raw, str) and raw == text else nodes.Text(text)
+    ref = nodes.reference(rawtext, "", child, refuri=fragment_href(env, ans.platform, st.key), reftitle=title,
                           classes=["book-num", f"book-plat-{ans.platform}"])
     return ref
 

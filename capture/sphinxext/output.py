@@ -187,7 +187,7 @@ def block(directive, b, st, lines=None, caption=None, head=None) -> nodes.contai
     title = exp.title or str(key)
     cap += reader.with_code(title.removeprefix(f"{fw}：").removeprefix(f"{exp.framework}："))
     if st.state == "stale":
-        cap += reader.tip("（旧）", f"在 {b.label(st.platform)} 上捕获之后，{'、'.join(st.changed)} 改动过", ["book-stale-mark"])
+        cap += reader.tip("（旧）", "这段输出来自这段代码较早的版本：改了什么写在「来历与重现」里", ["book-stale-mark"])
     wrapper += cap
     wrapper += literal
     wrapper += more(b, st, env)

@@ -38,6 +38,8 @@ class summary(nodes.TextElement):  # noqa: N801
 
 def visit_titled(self, node):
     attrs = {"title": node["title"]} if node.get("title") else {}
+    if node.get("lang"):
+        attrs["lang"] = node["lang"]
     attrs.update({f"data-{k}": v for k, v in (node.get("data") or {}).items()})
     self.body.append(self.starttag(node, "span", "", **attrs))
 

@@ -131,4 +131,4 @@ def report_unused(app, exc) -> None:
     for a in allow:
         if a["page"] in _checked(app) and (a["page"], a["n"]) not in _used(app):
             logger.warning(f"{path.name} entry {a['n']} ({a['page']}: {a['text'][:60]!r}) matches no sentence any more; "
-                           "remove it or update its text", type="capture", subtype="scope")
+                           "remove it or update its text", location=str(path), type="capture", subtype="scope")

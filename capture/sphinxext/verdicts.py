@@ -63,7 +63,7 @@ class VerdictMatrixDirective(SphinxDirective):
                     depend(self.env, b, b.refs(template.replace("{role}", role)))
                 except Exception:  # noqa: BLE001 - reported by the cell
                     pass
-        title = self.arguments[0] if self.arguments else None
+        title = nodes.inline("", "", *self.state.inline_text(self.arguments[0], self.lineno)[0]) if self.arguments else None
         table = table_node(title, header, body, ("book-records-table", "book-verdict-matrix"))
         return [table]
 

@@ -12,6 +12,7 @@ Each module is a Sphinx extension of its own (a throwaway test project can load 
 - search    the index without charts, tables of contents and captions; chapters ranked first
 - ranwhere  the generated page "what ran where", from the fragment store
 - fences    a directive closed early by an inner fence of the same length is a build error
+- glossary  the book's terms (docs/terms.toml): the glossary, the words pages avoid
 
 "Re-read the pages that depend on X when X changes" is done once, in depends.py.
 """
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 from sphinx.application import Sphinx
 
-MODULES = ("anchors", "volumes", "zh_text", "rust_api", "mermaid", "theme", "search", "ranwhere", "fences")
+MODULES = ("anchors", "volumes", "zh_text", "rust_api", "mermaid", "theme", "search", "ranwhere", "fences", "glossary")
 
 
 def setup(app: Sphinx):
