@@ -115,23 +115,30 @@ book_mermaid_npm_dir = "docs/_mermaid"
 # -- Cross-volume references ({vol}`burn:label`) ------------------------------------------
 # Each volume: how it is named in the text, where its pages are published, and where its
 # Sphinx inventory (objects.inv) is read from: a path relative to this directory or an
-# http(s) URL. A missing or unreachable inventory degrades the references to plain text
-# with a note; it never fails the build. The environment variables point a local build at
-# another volume's build, e.g. BOOK_BURN_INVENTORY=../burn-book/docs/_build/html/objects.inv
+# http(s) URL. A missing or unreachable inventory degrades the references to plain text, and the
+# page says once what the volume is; it never fails the build. The environment variables point a build
+# at a published volume (BOOK_BURN_URL=https://…/burn/ reads https://…/burn/objects.inv) or at another
+# volume's local build, e.g. BOOK_BURN_INVENTORY=../burn-book/docs/_build/html/objects.inv
 
 
-def _volume(key: str, url: str) -> dict[str, str]:
+def _volume(key: str, url: str, about: str) -> dict[str, str]:
+    """A volume: BOOK_<KEY>_URL (its published address; objects.inv is read from there when it is an
+    absolute URL) or BOOK_<KEY>_INVENTORY (a file or URL) point at it; `about` says what it is, once per page
+    while it cannot be linked."""
     env = key.upper()
+    given_url = os.environ.get(f"BOOK_{env}_URL", "")
+    default_inventory = "" if "://" in given_url else f"docs/_inventories/{key}.inv"
     return {
         "title": f"{key} 卷",
-        "url": os.environ.get(f"BOOK_{env}_URL", url),
-        "inventory": os.environ.get(f"BOOK_{env}_INVENTORY", f"docs/_inventories/{key}.inv"),
+        "url": given_url or url,
+        "inventory": os.environ.get(f"BOOK_{env}_INVENTORY", default_inventory),
+        "about": about,
     }
 
 
 book_volumes = {
-    "burn": _volume("burn", "../burn/"),
-    "candle": _volume("candle", "../candle/"),
+    "burn": _volume("burn", "../burn/", "另一本书，专讲 burn 的机制：设备和后端、Fusion、autotune、CubeCL 的内核"),
+    "candle": _volume("candle", "../candle/", "另一本书，专讲 candle 的机制：后端、错误处理、存储和各后端的内核"),
 }
 
 # -- The book's rule: every code block is drawn from a real file (capture/sphinxext/coderule.py)

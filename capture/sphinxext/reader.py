@@ -69,6 +69,11 @@ def _skip(self, node):
 
 
 def setup_nodes(app) -> None:
+    """Register the nodes once (the capture directives and the site's volumes both use them)."""
+    from sphinx.util.docutils import is_node_registered
+
+    if is_node_registered(titled):
+        return
     app.add_node(titled, html=(visit_titled, depart_titled))
     app.add_node(details, html=(visit_details, depart_details), latex=(_skip, _skip), text=(_skip, _skip))
     app.add_node(summary, html=(visit_summary, depart_summary), latex=(_skip, _skip), text=(_skip, _skip))

@@ -102,8 +102,9 @@ VOL_PAGES = {
 }
 
 
-def vol_conf(inventory: str, url: str = "https://burn.example/book/") -> str:
-    return f'book_volumes = {{"burn": {{"title": "burn 卷", "url": {url!r}, "inventory": {inventory!r}}}}}\n'
+def vol_conf(inventory: str, url: str = "https://burn.example/book/", about: str = "另一本书，专讲 burn") -> str:
+    return (f'book_volumes = {{"burn": {{"title": "burn 卷", "url": {url!r}, "inventory": {inventory!r}, '
+            f'"about": {about!r}}}}}\n')
 
 
 def test_vol_links_when_the_inventory_resolves(tmp_path, burn_inventory):
@@ -128,10 +129,21 @@ def test_vol_degrades_to_text_when_the_inventory_is_missing(tmp_path):
     rc, log = build(tmp_path / "src", tmp_path / "out", ["capture.sphinxext.site.volumes"], vol_conf("missing/burn.inv"), VOL_PAGES)
     assert rc == 0, log  # strict build, offline: not an error
     index = (tmp_path / "out" / "index.html").read_text(encoding="utf-8")
-    assert "burn 卷「这一节」" in index
-    assert "未链接" not in index and "目录不可用" not in index  # no notice in the reader's text...
-    assert "burn.example" not in index
-    assert "3 处引用写成了纯文本" in log  # ...the build log says it
+    assert "burn 卷「这一节」" in index and "burn.example" not in index
+    # the page says once what the volume is and that the references become links when it is published
+    assert index.count("book-vol-note") == 1 and "burn 卷是另一本书，专讲 burn。" in index and "发布以后会自动变成链接" in index
+    assert index.count('title="burn 卷还没有发布，发布以后这里会变成链接"') == 2  # each reference says it too
+    assert (tmp_path / "out" / "sub" / "page.html").read_text(encoding="utf-8").count("book-vol-note") == 1
+    assert "3 处引用写成了纯文本" in log  # the build log says why
+
+
+def test_vol_inventory_defaults_to_the_published_address(tmp_path, burn_inventory):
+    """A volume given only its address (BOOK_BURN_URL) is read from objects.inv there."""
+    from capture.sphinxext.site.volumes import load_volume
+
+    vol = load_volume("burn", {"url": burn_inventory.parent.as_uri() + "/"}, str(tmp_path))
+    assert vol.source == burn_inventory.parent.as_uri() + "/objects.inv"
+    assert load_volume("burn", {"url": "../burn/"}, str(tmp_path)).source == ""  # a relative address: no guess
 
 
 def test_vol_label_missing_from_an_available_inventory_is_an_error(tmp_path, burn_inventory):
