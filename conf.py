@@ -73,6 +73,9 @@ html_use_index = False  # no index entries but the API's: the empty general inde
 html_copy_source = False  # nothing links to the sources (no download button, no source link)
 html_show_sourcelink = False
 html_context = {"default_mode": "auto"}  # follow the reader's light/dark preference
+# Where the site is served (GitHub Pages, Read the Docs): its 404 page works at any depth under this
+# address (capture/sphinxext/site/theme.py). Empty: served at the root of its host.
+book_site_url = os.environ.get("BOOK_SITE_URL") or os.environ.get("READTHEDOCS_CANONICAL_URL", "")
 # Where the sources are published: the footer links the commit the site was built from (theme.py).
 # In GitHub Actions the repository is known; elsewhere set BOOK_REPOSITORY_URL.
 _github = os.environ.get("GITHUB_REPOSITORY")

@@ -23,6 +23,8 @@ a tab set whose tabs hold outputs with tabs of their own is a build error that s
 
 from __future__ import annotations
 
+import re
+
 from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
@@ -109,7 +111,8 @@ class OutputsDirective(SphinxDirective):
         if len(items) == 1:
             plat, short, content, full = items[0]
             box = nodes.container(classes=["book-platform-note", "book-outputs-one"])
-            box += nodes.paragraph("", "", nodes.strong("", f"在 {full} 上"), classes=["book-per-platform-head"])
+            box += nodes.paragraph("", "", nodes.strong("", "", reader.tip(f"在 {short} 上", full)),
+                                   classes=["book-per-platform-head"])
             box.extend(content)
             return out + [box]
         if items:
@@ -169,7 +172,11 @@ def block(directive, b, st, lines=None, caption=None, head=None) -> nodes.contai
         text = select_lines(text, lines)
     except RegionError as e:
         warn(f"output {key}: {e}", directive.get_location(), "lines")
-    literal = nodes.literal_block(text, text, language="text", classes=["book-output"])
+    # an output laid out in columns (names padded with spaces) keeps its lines and scrolls sideways;
+    # any other output wraps, so that a long error message is read without scrolling
+    columns = any(re.search(r"\S {2,}\S", line) for line in text.splitlines())
+    literal = nodes.literal_block(text, text, language="text",
+                                  classes=["book-output"] + (["book-output-columns"] if columns else []))
     literal["book_source"] = f"fragment:{st.platform}/{key}"
     directive.set_source_info(literal)
     wrapper = nodes.container("", literal_block=True, classes=[

@@ -22,6 +22,7 @@ import os
 import re
 import subprocess
 from pathlib import Path
+from urllib.parse import urlsplit
 from typing import Any
 
 from markupsafe import Markup
@@ -93,16 +94,16 @@ def add_words(app: Sphinx) -> None:
 
 
 def commit(root: Path) -> dict | None:
-    """The commit the site is built from: CI's variables first, else git; None outside a repository."""
-    full = os.environ.get("GITHUB_SHA") or os.environ.get("READTHEDOCS_GIT_COMMIT_HASH") or ""
-    date = ""
+    """The commit the site is built from (the checkout's HEAD; CI's variables without git); None when unknown."""
+    full, date = "", ""
     try:
-        out = subprocess.run(["git", "-C", str(root), "log", "-1", "--format=%H %cs", *([full] if full else [])],
-                             capture_output=True, text=True, timeout=10)
+        out = subprocess.run(["git", "-C", str(root), "log", "-1", "--format=%H %cs"], capture_output=True, text=True,
+                             timeout=10)
         if out.returncode == 0 and out.stdout.strip():
             full, date = out.stdout.split()[:2]
     except (OSError, subprocess.SubprocessError):
         pass
+    full = full or os.environ.get("GITHUB_SHA") or os.environ.get("READTHEDOCS_GIT_COMMIT_HASH") or ""
     return {"full": full, "short": full[:10], "date": date} if full else None
 
 
@@ -118,7 +119,17 @@ def on_config_inited(app: Sphinx, config: Config) -> None:
     config.html_context.setdefault("book_repository_url", config.book_repository_url.rstrip("/"))
 
 
+def site_path(url: str) -> str:
+    """The path the site is served under ("/eager-book/"), from its address; "" when unknown."""
+    path = urlsplit(url).path if url else ""
+    return path if path.endswith("/") else path + "/" if path else ""
+
+
 def on_html_page_context(app: Sphinx, pagename: str, templatename: str, context: dict, doctree) -> None:
+    if pagename == "404" and site_path(app.config.book_site_url):
+        # the server sends this page for any missing address, at any depth: its links (relative to the
+        # site's root, where it lives) resolve against the site's path
+        context["metatags"] = f'<base href="{html.escape(site_path(app.config.book_site_url))}">\n' + context.get("metatags", "")
     toctree = context.get("generate_toctree_html")
     if toctree is not None and not getattr(toctree, "_book_named", False):
         def generate_toctree_html(*args, **kwargs):
@@ -131,6 +142,7 @@ def on_html_page_context(app: Sphinx, pagename: str, templatename: str, context:
 def setup(app: Sphinx) -> dict[str, Any]:
     # where the book's sources are published (the footer links the commit there); "" for none
     app.add_config_value("book_repository_url", "", "html")
+    app.add_config_value("book_site_url", "", "html")  # where the site is served (its 404 page needs the path)
     app.connect("config-inited", on_config_inited)
     app.connect("builder-inited", add_words)
     app.connect("html-page-context", on_html_page_context, priority=900)  # after the theme fills the context
