@@ -15,7 +15,7 @@
 Tabs follow the book's platform order, are named by the machine's short name (the full one in their
 tooltip) and are synchronised across the page: choosing a machine in one block chooses it everywhere.
 Each output block has a caption of at most two lines (framework, device, the experiment's title) and
-under it a closed 「来历与重现」: the machine in full, versions, date, load, the raw output and metadata,
+under it a closed 「来历」: the machine in full, versions, date, load, the raw output and metadata,
 the commands that capture it again and, for a stale fragment, what changed since. Tabs never nest:
 a tab set whose tabs hold outputs with tabs of their own is a build error that says to use {outputs}
 (check_tab_depth).
@@ -194,7 +194,7 @@ def block(directive, b, st, lines=None, caption=None, head=None) -> nodes.contai
     title = exp.title or str(key)
     cap += reader.with_code(title.removeprefix(f"{fw}：").removeprefix(f"{exp.framework}："))
     if st.state == "stale":
-        cap += reader.tip("（旧）", "这段输出来自这段代码较早的版本：改了什么写在「来历与重现」里", ["book-stale-mark"])
+        cap += reader.tip("（旧）", "这段输出来自这段代码较早的版本：改了什么写在「来历」里", ["book-stale-mark"])
     wrapper += cap
     wrapper += literal
     wrapper += more(b, st, env)
@@ -202,7 +202,7 @@ def block(directive, b, st, lines=None, caption=None, head=None) -> nodes.contai
 
 
 def more(b, st, env) -> nodes.Node:
-    """「来历与重现」: where and how the output was made, and how to make it again (closed)."""
+    """「来历」: where and how the output was made, and how to make it again (closed)."""
     frag, key = st.fragment, st.key
     meta = frag.meta
     ident = b.identity(st.platform)
@@ -249,7 +249,7 @@ def more(b, st, env) -> nodes.Node:
         para += nodes.Text("。")
         rows.append(para)
     rows.append(reader.reproduce(ident, key.exp, key.role))
-    box = reader.disclosure("来历与重现", rows, ["book-output-more", "book-no-search"])
+    box = reader.disclosure("来历", rows, ["book-output-more", "book-no-search"])
     return box
 
 

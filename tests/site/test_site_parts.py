@@ -245,7 +245,7 @@ def test_ran_where_page_agrees_with_status(site):
 
 
 def test_every_output_says_how_to_reproduce_it(site):
-    """Under every output, one click away (「来历与重现」): in Chinese, the steps of capture/identity.py, each
+    """Under every output, one click away (「来历」): in Chinese, the steps of capture/identity.py, each
     command as code, on the machine that must run it."""
     from capture.book import Book
     from capture.keys import FragmentKey
@@ -257,8 +257,8 @@ def test_every_output_says_how_to_reproduce_it(site):
         for m in re.finditer(r'class="[^"]*book-output-wrapper book-plat-([a-z0-9_-]+) book-frag-([a-z0-9_-]+?)--(cpu|gpu)[ "]', text):
             plat, key = m.group(1), FragmentKey(m.group(2), m.group(3))
             after = text[m.end() : m.end() + 20000]
-            more = re.search(r'<details class="book-output-more[^"]*">\s*<summary>来历与重现</summary>(.*?)</details>', after, re.S)
-            assert more, f"{page.name}: no 「来历与重现」 after {key} on {plat}"
+            more = re.search(r'<details class="book-output-more[^"]*">\s*<summary>来历</summary>(.*?)</details>', after, re.S)
+            assert more, f"{page.name}: no 「来历」 after {key} on {plat}"
             repro = re.search(r"<p[^>]*>重现：(.*?)</p>", more.group(1), re.S)
             assert repro, f"{page.name}: no reproduce line after {key} on {plat}"
             cmds = [re.sub(r"[\s\u00a0]+", " ", unescape(re.sub(r"<[^>]+>", "", c))).strip()
@@ -391,3 +391,61 @@ def test_jieba_preload_gives_the_tokenizer_jiebas_own_dictionary(tmp_path):
         assert list(tmp_path.glob("prefix-*.pickle"))
     text = "调用一个张量运算之后，结果什么时候真正算出来？延迟执行和同步"
     assert list(tok.cut_for_search(text)) == list(own.cut_for_search(text))
+
+
+# -- reader pages (issue 22) ------------------------------------------------------------------------------
+
+READER_PAGES = ("index.html", "eager.html", "design.html", "appendix/ran-where.html", "appendix/glossary.html", "404.html")
+
+
+def test_a_puzzle_keeps_its_whole_answer_in_its_dropdown(site):
+    """Nothing of a 「动脑筋」 box follows its closed answer: the answer cannot show before it is opened
+    (the fence guard, capture/sphinxext/site/fences.py, keeps the source that way)."""
+    puzzles = 0
+    for page in ("eager.html", "design.html"):
+        text = (site / page).read_text(encoding="utf-8")
+        for m in re.finditer(r'<div class="puzzle admonition">(.*?)</details>\s*</div>', text, re.S):
+            puzzles += 1
+            box = m.group(1)
+            assert "<details" in box and " open" not in box[box.index("<details"):box.index(">", box.index("<details"))]
+        # the box ends right after its dropdown: no block of the answer after it
+        for m in re.finditer(r'<div class="puzzle admonition">', text):
+            rest = text[m.end():]
+            depth, i = 1, 0
+            for t in re.finditer(r"<(/?)div\b", rest):
+                depth += -1 if t.group(1) else 1
+                if depth == 0:
+                    i = t.start()
+                    break
+            inner = rest[:i]
+            after = inner[inner.rindex("</details>") + len("</details>"):]
+            assert not re.sub(r"<[^>]+>", "", after).strip(), (page, after[:200])
+    assert puzzles >= 2
+
+
+INTERNAL = ["不在这句话说的范围内", "on a machine with cargo", "id burn-shape", "page 004", "has no GPU", "none on PATH",
+            "crate feature", "本书作者", "Copyright", "依据：median(", "依据：min(", "张量主线", "没人用的结果"]
+
+
+def test_reader_pages_carry_no_internal_notes(site):
+    found = {}
+    for page in READER_PAGES:
+        path = site / page
+        if path.is_file():
+            text = unescape(path.read_text(encoding="utf-8"))
+            hits = [w for w in INTERNAL if w in text]
+            if hits:
+                found[page] = hits
+    assert not found, found
+
+
+def test_the_glossary_lists_every_term_with_the_section_that_introduces_it(site):
+    import tomllib
+
+    terms = tomllib.loads((ROOT / "docs" / "terms.toml").read_text(encoding="utf-8"))["term"]
+    text = (site / "appendix" / "glossary.html").read_text(encoding="utf-8")
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", text[text.index("book-glossary"):], re.S)[1:]
+    assert len(rows) == len(terms)
+    for term, row in zip(terms, rows):
+        assert f"<strong>{term['zh']}</strong>" in row
+        assert f'href="../' in row and f"#{term['at']}" in row, (term["zh"], row[:300])

@@ -152,7 +152,8 @@ class ResolveVolumeReferences(SphinxPostTransform):
             return
         what = f"{vol.title}是{vol.about}。" if vol.about else f"{vol.title}是另一本书。"
         note = nodes.container(classes=["book-notice", "book-notice-na", "book-vol-note"])
-        note += nodes.paragraph("", f"{what}它的网页还没有发布（或者这次构建读不到它的目录），本页提到{vol.title}的地方暂时是"
+        gap = " " if vol.title[:1].isascii() else ""  # 提到 burn 卷: a space between Chinese and Latin
+        note += nodes.paragraph("", f"{what}它的网页还没有发布（或者这次构建读不到它的目录），本页提到{gap}{vol.title}的地方暂时是"
                                     "纯文字，发布以后会自动变成链接。")
         parent.insert(parent.index(block) + 1, note)
 

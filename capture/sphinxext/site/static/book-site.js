@@ -105,8 +105,17 @@
     Search.htmlToText = (htmlString, anchor) => {
       const doc = new DOMParser().parseFromString(htmlString, "text/html");
       doc.querySelectorAll(drop).forEach((el) => el.remove());
+      // a label can be an empty marker before its heading (<span id=…></span>): summarise its section
+      const marker = anchor && doc.querySelector(`[role="main"] ${anchor}`);
+      if (marker && !marker.textContent.trim()) {
+        const section = marker.closest("section");
+        anchor = section && section.id ? "#" + section.id : "";
+      }
       return original(doc.documentElement.outerHTML, anchor);
     };
+    // a page without text to summarise gets no summary (Sphinx 7.4 would append null and throw)
+    const summary = Search.makeSearchSummary;
+    Search.makeSearchSummary = (...args) => summary(...args) || document.createTextNode("");
     Search._bookClean = true;
   }
 
