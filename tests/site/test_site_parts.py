@@ -448,4 +448,4 @@ def test_the_glossary_lists_every_term_with_the_section_that_introduces_it(site)
     assert len(rows) == len(terms)
     for term, row in zip(terms, rows):
         assert f"<strong>{term['zh']}</strong>" in row
-        assert f'href="../' in row and f"#{term['at']}" in row, (term["zh"], row[:300])
+        assert 'href="../' in row and f"#{term['at']}" in row, (term["zh"], row[:300])
