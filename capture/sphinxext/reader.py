@@ -248,8 +248,8 @@ def figure_kind(expr: str) -> str:
 
 
 def figure_tip(machine: str, device: str | None, expr: str) -> str:
-    where = f"{machine}（设备 {device}）" if device else machine
-    return f"在 {where} 上测得，{figure_kind(expr)}。点开是这次运行的记录。"
+    where = f"{machine}（设备 {device}）上" if device else f"{machine} 上"
+    return f"在 {where}测得，{figure_kind(expr)}。点开是这次运行的记录。"
 
 
 def load_words(before, after, cores) -> str:

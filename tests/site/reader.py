@@ -395,15 +395,12 @@ def screens(browser, url: str, folder: Path, stem: str) -> list[Path]:
 
 def main(argv: list[str]) -> int:
     import argparse
-    import threading
-    from functools import partial
-    from http.server import ThreadingHTTPServer
 
     from playwright.sync_api import sync_playwright
 
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from conftest import CHROMIUM_ARGS, QuietHandler, find_chromium
+    from conftest import CHROMIUM_ARGS, SITE_PATH, find_chromium, serve
 
     parser = argparse.ArgumentParser(prog="python tests/site/reader.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("site", type=Path)
@@ -415,9 +412,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--screens", type=Path, help="also save screenshots (390 px and 1280 px, light and dark) here")
     parser.add_argument("--tag", default="", help="prefix of the screenshot names, e.g. before/after")
     args = parser.parse_args(argv)
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), partial(QuietHandler, directory=str(args.site)))
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{httpd.server_address[1]}/"
+    server = serve(args.site, SITE_PATH)  # as the tests and GitHub Pages serve it: under a path of its own
+    base = server.__enter__()
     report = {}
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=find_chromium(), headless=True, args=CHROMIUM_ARGS)
@@ -438,7 +434,7 @@ def main(argv: list[str]) -> int:
                     r["axe_dark" if dark else "axe_light"] = axe(browser, url, dark)
         found = search(browser, base)
         browser.close()
-    httpd.shutdown()
+    server.__exit__(None, None, None)
     if args.json:
         print(json.dumps({"pages": report, "search": found}, ensure_ascii=False, indent=1))
         return 0

@@ -287,3 +287,47 @@ def test_the_books_pages_have_no_spilling_fence():
     found = {str(p.relative_to(DOCS)): problems(p.read_text(encoding="utf-8"))
              for p in DOCS.rglob("*.md") if "node_modules" not in p.parts and "_build" not in p.parts}
     assert not {k: v for k, v in found.items() if v}
+
+
+# -- glossary: the terms file ---------------------------------------------------------------------------
+
+TERMS = """\
+[[term]]
+zh = "延迟执行"
+en = "deferred execution"
+at = "p-lazy"
+says = "调用时只记下来。"
+avoid = ["惰性执行", "re:懒(?:执行|加载)"]
+
+[[term]]
+zh = "算子"
+en = "op"
+at = "p-nowhere"
+says = "一次操作。"
+"""
+
+
+def test_the_terms_file_makes_the_glossary_and_warns_about_avoided_words(tmp_path):
+    conf = 'book_terms = "terms.toml"\nbook_scope_pages = ["index"]\n'
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "terms.toml").write_text(TERMS, encoding="utf-8")
+    pages = {"index.md": "# 首页\n\n(p-lazy)=\n## 延迟执行\n\n这叫惰性执行，也叫懒加载；代码里的 `惰性执行` 不算。\n\n"
+                         "```{toctree}\nglossary\n```\n",
+             "glossary.md": "# 术语表\n\n```{glossary-table}\n```\n"}
+    rc, log = build(tmp_path / "src", tmp_path / "out", ["capture.sphinxext.site.glossary"], conf, pages)
+    assert rc != 0
+    assert "index.md:6" in log and "«惰性执行» is not a word this book uses" in log and "«懒加载»" in log
+    assert log.count("is not a word this book uses") == 2  # the code span is left out
+    assert "term '算子': at = 'p-nowhere' is not a label" in log
+    table = (tmp_path / "out" / "glossary.html").read_text(encoding="utf-8")
+    assert "<strong>延迟执行</strong>" in table and 'lang="en"' in table and 'href="index.html#p-lazy"' in table
+
+
+def test_a_term_must_appear_where_it_is_introduced(tmp_path):
+    conf = 'book_terms = "terms.toml"\n'
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "terms.toml").write_text(TERMS.split("[[term]]\nzh = \"算子\"")[0].replace('avoid = ["惰性执行", "re:懒(?:执行|加载)"]\n', ""),
+                                                 encoding="utf-8")
+    pages = {"index.md": "# 首页\n\n(p-lazy)=\n## 别的话题\n\n这里不提那个词。\n"}
+    rc, log = build(tmp_path / "src", tmp_path / "out", ["capture.sphinxext.site.glossary"], conf, pages)
+    assert rc != 0 and "term '延迟执行' does not appear on 'index'" in log

@@ -449,3 +449,40 @@ def test_the_glossary_lists_every_term_with_the_section_that_introduces_it(site)
     for term, row in zip(terms, rows):
         assert f"<strong>{term['zh']}</strong>" in row
         assert 'href="../' in row and f"#{term['at']}" in row, (term["zh"], row[:300])
+
+
+# -- the reader's words (capture/sphinxext/reader.py) and the machines' short names --------------------------
+
+
+def test_machines_have_short_unique_names_from_their_platform_json():
+    from capture.book import Book
+
+    b = Book(ROOT)
+    plats = b.platforms()
+    names = [b.short_label(p) for p in plats]
+    assert len(set(names)) == len(names) and all(len(n) <= 12 for n in names), names
+    assert b.short_label("linux-x86_64-nvidia-h200", "gpu") == "H200 · GPU"
+    assert b.short_label("linux-x86_64-cpu", "cpu") == "2 核 CPU"  # a machine without a GPU has one role
+
+
+def test_reasons_read_as_sentences_with_formatted_values():
+    from capture.sphinxext.reader import detail_words, figure_tip, reason
+
+    why = ("median(candle-matmul@cpu:matmul.first) = 0.01321 s [0.01222–0.01367] < median(burn-matmul@cpu:matmul.first)"
+           " = 0.0123 s [0.01182–0.01395]: cannot tell (the spreads are not apart by more than 2x)")
+    text = reason(why)
+    assert "13.2\u00a0ms" in text and "说不清" in text and "不到两倍" in text
+    assert "median" not in text and "@" not in text  # no expression, no record name
+    assert reason("all(): yes — {round=0}: a@cpu:x = 0.02 s > 0.25 * a@cpu:y = 0.004903 s: yes").startswith("每一轮都成立。第 0 轮：")
+    assert reason("torch-oob@gpu:oob.outcome = 'raised at next op' == 'raised at call': no") == "记录下的是另一种结果"
+    assert detail_words("Linux x86_64 纯 CPU（2 核） has no GPU") == "Linux x86_64 纯 CPU（2 核） 没有 GPU"
+    assert "cargo" in detail_words("needs cargo (it reads the pinned crates' source from cargo's registry); none on PATH here")
+    assert figure_tip("NVIDIA H200 · Linux", "cuda", "median(a@gpu:x) / median(b@gpu:y)").startswith("在 NVIDIA H200 · Linux（设备 cuda）上测得，两个记录之比")
+
+
+def test_bytes_quoted_from_an_output_keep_its_decimal_unit():
+    from capture.fmt import fmt_value
+    from capture.query import Value
+
+    assert fmt_value(Value(9699730.0, "B")) == "9.25\u00a0MiB"
+    assert fmt_value(Value(9699730.0, "B"), style="decimal") == "9.7\u00a0MB"

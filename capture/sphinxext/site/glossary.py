@@ -156,7 +156,9 @@ class GlossaryDirective(SphinxDirective):
 
 # -- checks ----------------------------------------------------------------------------------------
 def _reader_page(app: Sphinx, docname: str) -> bool:
-    return docname in app.config.book_scope_pages or docname.startswith("appendix/") and docname != "appendix/api"
+    """The pages a reader reads: the chapters (`book_scope_pages`, capture.sphinxext's) and the appendix."""
+    pages = app.config.book_scope_pages if "book_scope_pages" in app.config else [app.config.root_doc]
+    return docname in pages or docname.startswith("appendix/") and docname != "appendix/api"
 
 
 def _prose_texts(doctree):
