@@ -202,6 +202,27 @@ def check_avoided(app: Sphinx, doctree, docname: str) -> None:
                            type="book", subtype="terms")
 
 
+def _found(env) -> dict[str, str]:
+    """docname -> its text without white space (recorded when the page is read, kept across incremental builds,
+    so that a term added to the file is checked without reading every page again)."""
+    if not hasattr(env, "book_terms_found"):
+        env.book_terms_found = {}
+    return env.book_terms_found
+
+
+def note_terms(app: Sphinx, doctree) -> None:
+    """doctree-read: the page's text (check_at reads this instead of loading every doctree again)."""
+    _found(app.env)[app.env.docname] = re.sub(r"\s+", "", doctree.astext())
+
+
+def purge_terms(app: Sphinx, env, docname: str) -> None:
+    _found(env).pop(docname, None)
+
+
+def merge_terms(app: Sphinx, env, docnames, other) -> None:
+    _found(env).update({d: f for d, f in getattr(other, "book_terms_found", {}).items() if d in docnames})
+
+
 def check_at(app: Sphinx, env) -> None:
     """env-check-consistency: each term's `at` is a label, and the term appears on that label's page."""
     terms = book_terms(app).terms
@@ -209,19 +230,14 @@ def check_at(app: Sphinx, env) -> None:
         return
     labels = env.domains["std"].labels
     path = str(terms_path(app))
-    texts: dict[str, str] = {}
+    found = _found(env)
     for term in terms:
         if term.at not in labels:
             logger.warning(f"term {term.zh!r}: at = {term.at!r} is not a label of this book (docs/anchors.txt lists them)",
                            location=f"{path}:{term.line}", type="book", subtype="terms")
             continue
         doc = labels[term.at][0]
-        if doc not in texts:
-            try:
-                texts[doc] = re.sub(r"\s+", "", env.get_doctree(doc).astext())
-            except Exception:  # noqa: BLE001 - a page that cannot be read is reported by Sphinx itself
-                texts[doc] = ""
-        if term.zh not in texts[doc]:
+        if term.zh not in found.get(doc, ""):
             logger.warning(f"term {term.zh!r} does not appear on {doc!r}, where its at = {term.at!r} says it is "
                            "introduced: use the term there, or point `at` at the section that does",
                            location=f"{path}:{term.line}", type="book", subtype="terms")
@@ -231,5 +247,8 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.add_config_value("book_terms", "", "env")
     app.add_directive("glossary-table", GlossaryDirective)
     app.connect("doctree-resolved", check_avoided)
+    app.connect("doctree-read", note_terms)
+    app.connect("env-purge-doc", purge_terms)
+    app.connect("env-merge-info", merge_terms)
     app.connect("env-check-consistency", check_at)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}
