@@ -73,6 +73,14 @@ html_use_index = False  # no index entries but the API's: the empty general inde
 html_copy_source = False  # nothing links to the sources (no download button, no source link)
 html_show_sourcelink = False
 html_context = {"default_mode": "auto"}  # follow the reader's light/dark preference
+# Where the site is served (GitHub Pages, Read the Docs): its 404 page works at any depth under this
+# address (capture/sphinxext/site/theme.py). Empty: served at the root of its host.
+book_site_url = os.environ.get("BOOK_SITE_URL") or os.environ.get("READTHEDOCS_CANONICAL_URL", "")
+# Where the sources are published: the footer links the commit the site was built from (theme.py).
+# In GitHub Actions the repository is known; elsewhere set BOOK_REPOSITORY_URL.
+_github = os.environ.get("GITHUB_REPOSITORY")
+book_repository_url = os.environ.get("BOOK_REPOSITORY_URL") or (
+    f"{os.environ.get('GITHUB_SERVER_URL', 'https://github.com')}/{_github}" if _github else "")
 html_theme_options = {
     "home_page_in_toc": True,
     "show_navbar_depth": 2,
@@ -87,10 +95,14 @@ html_theme_options = {
     "pygments_dark_style": "a11y-dark",
 }
 
-# Chinese search: Sphinx's zh splitter runs jieba (cut_for_search) over every page.
-# The user dictionary keeps the book's compounds (延迟执行, 逐元素, ...) as search terms.
+# The book's terms, one file (capture/sphinxext/site/glossary.py): the glossary page, the words pages avoid,
+# the words the Chinese search keeps whole and the page each term is found on first.
+book_terms = "docs/terms.toml"
+
+# Chinese search: Sphinx's zh splitter runs jieba (cut_for_search) over every page; the terms file keeps
+# the book's compounds (延迟执行, 矩阵乘, ...) whole (capture/sphinxext/site/zhsearch.py).
 html_search_language = "zh"
-html_search_options = {"dict": str(DOCS / "zh_dict.txt")}
+html_search_options = {"dict": str(DOCS / "terms.toml")}
 
 # sphinx-copybutton: copy code without prompts or captured-output markers.
 copybutton_prompt_text = r">>> |\.\.\. |\$ "
@@ -106,23 +118,30 @@ book_mermaid_npm_dir = "docs/_mermaid"
 # -- Cross-volume references ({vol}`burn:label`) ------------------------------------------
 # Each volume: how it is named in the text, where its pages are published, and where its
 # Sphinx inventory (objects.inv) is read from: a path relative to this directory or an
-# http(s) URL. A missing or unreachable inventory degrades the references to plain text
-# with a note; it never fails the build. The environment variables point a local build at
-# another volume's build, e.g. BOOK_BURN_INVENTORY=../burn-book/docs/_build/html/objects.inv
+# http(s) URL. A missing or unreachable inventory degrades the references to plain text, and the
+# page says once what the volume is; it never fails the build. The environment variables point a build
+# at a published volume (BOOK_BURN_URL=https://…/burn/ reads https://…/burn/objects.inv) or at another
+# volume's local build, e.g. BOOK_BURN_INVENTORY=../burn-book/docs/_build/html/objects.inv
 
 
-def _volume(key: str, url: str) -> dict[str, str]:
+def _volume(key: str, url: str, about: str) -> dict[str, str]:
+    """A volume: BOOK_<KEY>_URL (its published address; objects.inv is read from there when it is an
+    absolute URL) or BOOK_<KEY>_INVENTORY (a file or URL) point at it; `about` says what it is, once per page
+    while it cannot be linked."""
     env = key.upper()
+    given_url = os.environ.get(f"BOOK_{env}_URL", "")
+    default_inventory = "" if "://" in given_url else f"docs/_inventories/{key}.inv"
     return {
         "title": f"{key} 卷",
-        "url": os.environ.get(f"BOOK_{env}_URL", url),
-        "inventory": os.environ.get(f"BOOK_{env}_INVENTORY", f"docs/_inventories/{key}.inv"),
+        "url": given_url or url,
+        "inventory": os.environ.get(f"BOOK_{env}_INVENTORY", default_inventory),
+        "about": about,
     }
 
 
 book_volumes = {
-    "burn": _volume("burn", "../burn/"),
-    "candle": _volume("candle", "../candle/"),
+    "burn": _volume("burn", "../burn/", "另一本书，专讲 burn 的机制：设备和后端、Fusion、autotune、CubeCL 的内核"),
+    "candle": _volume("candle", "../candle/", "另一本书，专讲 candle 的机制：后端、错误处理、存储和各后端的内核"),
 }
 
 # -- The book's rule: every code block is drawn from a real file (capture/sphinxext/coderule.py)

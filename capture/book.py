@@ -147,6 +147,19 @@ class Book:
         ident = self.identity(platform)
         return ident.role_label(role) if role else ident.display_name
 
+    def short_label(self, platform: str, role: str | None = None) -> str:
+        """label() in a few characters ("H200 · CPU", "2 核 CPU"), unique among the captured platforms:
+        where two machines would share a short name, the system is added, then the full name is used."""
+        ident = self.identity(platform)
+        others = [self.identity(p) for p in self.platforms() if p != platform]
+        name = ident.short_name
+        if any(o.short_name == name for o in others):
+            system = {"macos": "macOS", "linux": "Linux"}.get(ident.os, ident.os)
+            name = f"{name}（{system}）" if system else name
+            if any(o.short_name == ident.short_name and o.os == ident.os for o in others):
+                name = ident.display_name
+        return ident.role_short(role, name) if role else name
+
     # -- fragments --------------------------------------------------------------------------
     def experiment(self, key: FragmentKey) -> manifestmod.Experiment:
         """The manifest entry, or ManifestError naming the known ids / roles (a page mistake)."""

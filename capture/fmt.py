@@ -18,6 +18,7 @@ from capture.query import Range, Value
 
 _TIME = [(1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns")]
 _BYTES = [(2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB"), (1, "B")]
+_DECIMAL_BYTES = [(1e9, "GB"), (1e6, "MB"), (1e3, "kB"), (1, "B")]  # style "decimal": as a program printed it
 _LARGE = [(1e8, "亿"), (1e4, "万")]  # how Chinese names large counts: 11.3 万倍, not 113000 倍
 NBSP = "\u00a0"
 
@@ -39,8 +40,8 @@ def sig(x: float, digits: int = 3) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
-def _scale(x: float, unit: str):
-    table = _TIME if unit == "s" else _BYTES if unit == "B" else None
+def _scale(x: float, unit: str, decimal: bool = False):
+    table = _TIME if unit == "s" else (_DECIMAL_BYTES if decimal else _BYTES) if unit == "B" else None
     if table is None:
         return 1.0, unit
     for factor, name in table:
@@ -50,7 +51,8 @@ def _scale(x: float, unit: str):
 
 
 def fmt_value(v, digits: int = 3, style: str = "") -> str:
-    """Format a Value/Range/plain value; style "ratio" gives "2.1 倍", "percent" gives "12%"."""
+    """Format a Value/Range/plain value; style "ratio" gives "2.1 倍", "percent" gives "12%", "decimal" writes
+    bytes in powers of 1000 (9.7 MB), the way a program's output printed them, where a sentence quotes it."""
     if isinstance(v, Range):
         factor, unit = _scale(float(sig(max(abs(v.lo), abs(v.hi)), digits)), v.unit)
         lo, hi = sig(v.lo / factor, digits), sig(v.hi / factor, digits)
@@ -72,7 +74,7 @@ def fmt_value(v, digits: int = 3, style: str = "") -> str:
         return str(int(x))  # a count or a size: exact
     if not unit and x != 0 and abs(x) < 1e-3:
         return f"{x:.{max(digits - 1, 0)}e}"  # errors like 1.2e-07 read better than 0.00000012
-    factor, unit = _scale(float(sig(x, digits)), unit)  # rounded first: 0.99996 s is 1 s, not 1000 ms
+    factor, unit = _scale(float(sig(x, digits)), unit, style == "decimal")  # rounded first: 0.99996 s is 1 s, not 1000 ms
     return with_unit(sig(x / factor, digits), unit)
 
 

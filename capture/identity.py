@@ -72,15 +72,41 @@ class Identity:
             return self.display_name
         return f"{self.display_name} · {'GPU' if role == 'gpu' else 'CPU'}"
 
-    def regenerate_command(self, only: list[str] | None = None, roles: list[str] | None = None) -> str:
-        """The command that re-runs (some of) this platform's experiments, on that machine."""
+    @property
+    def short_name(self) -> str:
+        """The machine in a few characters, for table rows and tabs (the display name is the full one):
+        its GPU or Apple chip without the vendor ("H200", "M2 Max"), else its cores ("2 核 CPU")."""
+        if self.gpu:
+            name = self.gpu.strip()
+            for vendor in ("NVIDIA ", "Apple ", "AMD ", "Intel "):
+                name = name.removeprefix(vendor)
+            return name.removeprefix("GeForce ").strip() or self.gpu.strip()
+        return f"{self.cores} 核 CPU" if self.cores else "CPU"
+
+    def role_short(self, role: str, name: str | None = None) -> str:
+        """A short tab or row name for one role: "H200 · GPU", "H200 · CPU"; a machine without a GPU has one role."""
+        name = name or self.short_name
+        if role == "cpu" and not self.has_gpu:
+            return name
+        return f"{name} · {'GPU' if role == 'gpu' else 'CPU'}"
+
+    def regenerate_steps(self, only: list[str] | None = None, roles: list[str] | None = None) -> list[tuple[str, str]]:
+        """(where, command) for each step that re-runs (some of) this platform's experiments: where is
+        "builder" (any Linux x86_64 machine with cargo and network) or "machine" (this platform's machine)."""
         sel = (" --only " + " ".join(only) if only else "") + (" --device " + " ".join(roles) if roles else "")
         if self.route == "bundle":
             env = " ".join(f"{k}={v}" for k, v in sorted(self.bundle.get("env", {}).items()))
             args = " ".join(self.bundle.get("args", []))
             build = " ".join(x for x in (env, "python -m capture bundle", args, "--out .device") if x)
-            return f"{build}  (on a machine with cargo), then on {self.display_name}: bash .device/run.sh{sel}"
-        return f"nox -s regenerate --{sel}" if sel else "nox -s regenerate"
+            return [("builder", build), ("machine", f"bash .device/run.sh{sel}")]
+        return [("machine", f"nox -s regenerate --{sel}" if sel else "nox -s regenerate")]
+
+    def regenerate_command(self, only: list[str] | None = None, roles: list[str] | None = None) -> str:
+        """The command that re-runs (some of) this platform's experiments, on that machine (English, for logs)."""
+        steps = self.regenerate_steps(only, roles)
+        if len(steps) == 2:
+            return f"{steps[0][1]}  (on a machine with cargo), then on {self.display_name}: {steps[1][1]}"
+        return steps[0][1]
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=1, ensure_ascii=False, sort_keys=True) + "\n"

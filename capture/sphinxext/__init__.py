@@ -13,7 +13,8 @@ from .coderule import check_code_blocks
 from .freshness import STORE
 from .meta import MetaRole
 from .numbers import NumRole
-from .output import OutputDirective
+from .output import OutputDirective, OutputsDirective, check_tab_depth
+from .reader import setup_nodes
 from .platforms import PlatformTableDirective
 from .scope import PerPlatformDirective, UntilCapturedDirective
 from .verdicts import VerdictMatrixDirective
@@ -43,6 +44,8 @@ def setup(app):
     app.add_directive("snippet", SnippetDirective)
     snippet.setup(app)  # which files pages show, for provenance
     app.add_directive("output", OutputDirective)
+    app.add_directive("outputs", OutputsDirective)
+    setup_nodes(app)  # a tooltip and a <details> for the reader (capture/sphinxext/reader.py)
     app.add_directive("records-table", RecordsTableDirective)
     app.add_directive("claim", ClaimDirective)
     app.add_directive("datachart", DataChartDirective)
@@ -56,6 +59,7 @@ def setup(app):
     app.add_css_file("capture.css")
     app.connect("doctree-resolved", check_code_blocks)
     app.connect("doctree-resolved", check_terms)
+    app.connect("doctree-resolved", check_tab_depth)
     app.connect("build-finished", report_unused)
     app.connect("build-finished", copy_provenance)
     STORE.connect(app)  # pages showing fragments are re-read when the store changes

@@ -170,7 +170,7 @@ class DataChartDirective(SphinxDirective):
                 return []
             for ans in answers:
                 report_answer(ans, where, "datachart")
-            items.append((plat, b.label(plat), [self._figure(b, plat, code, answers, undecided)]))
+            items.append((plat, b.short_label(plat), [self._figure(b, plat, code, answers, undecided)], b.label(plat)))
         if not items:
             pending = [st for k in keys if (st := b.absent_everywhere(k))]
             if any(st.severity == "warn" for st in pending):
@@ -205,23 +205,29 @@ class DataChartDirective(SphinxDirective):
         fig = nodes.container(classes=["book-datachart"])
         fig["classes"].append(f"book-plat-{plat}")
         fig += node
+        from capture.sphinxext.reader import disclosure, plain, with_code
+
         cap = nodes.paragraph(classes=["book-chart-caption"])
         if self.options.get("caption"):
             cap += nodes.Text(self.options["caption"] + "。")
-        cap += nodes.Text(f"图中的分支和数字来自 {b.label(plat)} 上的测量：")
+        cap += nodes.Text(f"图中的分支和数字来自 {b.label(plat)} 上的测量。")
         keys = sorted({st.key for a in answers for st in a.states})
-        for i, key in enumerate(keys):
-            if i:
-                cap += nodes.Text("、")
-            title = b.experiment(key).title or str(key)
-            cap += nodes.reference(title, title, refuri=fragment_href(self.env, plat, key))
-        stale = sorted({str(st.key) for a in answers for st in a.stale})
+        stale = sorted({st.key for a in answers for st in a.stale})
         if stale:
-            cap += nodes.Text(f"（{'、'.join(stale)} 捕获之后代码改动过）")
+            cap += nodes.Text("其中有的数据来自这段代码较早的版本。")
         for expr, why in undecided:
             logger.info(f"datachart on {plat}: {expr} cannot be decided: {why}", location=self.get_location())
-            mark = nodes.inline("", f"　图中有一处判断，这台机器的数据说不清：{reader_why(why)}",
-                                classes=["book-verdict-undecided"])
-            cap += mark
+            cap += nodes.inline("", "图中有一处判断，这台机器的数据说不清。", classes=["book-verdict-undecided"])
+        fig += cap
+        sources = nodes.paragraph()
+        for i, key in enumerate(keys):
+            if i:
+                sources += nodes.Text("、")
+            title = b.experiment(key).title or str(key)
+            sources += nodes.reference(plain(title), "", *with_code(title), refuri=fragment_href(self.env, plat, key))
+            if key in stale:
+                sources += nodes.Text("（旧）")
+        rows = [sources] + [nodes.paragraph("", reader_why(why)) for _, why in undecided if reader_why(why)]
+        fig += disclosure("图中的数据来自哪些实验", rows, ["book-chart-more", "book-no-search"])
         fig += cap
         return fig

@@ -15,7 +15,7 @@ from capture.book import WARN
 from capture.claims import WhereError, judge, parse_where
 from capture.manifest import ManifestError
 from capture.query import QueryError
-from capture.sphinxext.common import SCOPE, book, depend, differs_option, logger, notice, reader_why, scoped, titled, warn
+from capture.sphinxext.common import SCOPE, book, depend, differs_option, logger, notice, reader_why, scoped, warn
 
 
 class ClaimDirective(SphinxDirective):
@@ -48,13 +48,14 @@ class ClaimDirective(SphinxDirective):
             box["classes"].append("book-claim-pending")
             box += notice("na", "这句话依据的数据还没有在能运行它的机器上捕获，尚未核对。")
             return [box]
-        marks = nodes.paragraph(classes=["book-claim-marks"])
         failed = False
+        lines, counts, other = [], {"ok": [], "bad": [], "undecided": [], "unknown": []}, []
+        stale = False
         for v in verdicts:
             for u in v.answer.unlike:
                 warn(f"claim on {v.platform} compares unlike things: {u} — make the experiments' conditions agree, or "
                      "say how they differ in the text and add `:differs: CONDITION`", where, "unlike")
-            label = b.label(v.platform)
+            short = b.short_label(v.platform)
             devices = "、".join(sorted(set(d for d in v.devices if d)))
             if v.severity == WARN:
                 failed = True
@@ -62,20 +63,45 @@ class ClaimDirective(SphinxDirective):
             if v.undecided:
                 if v.expected:
                     logger.info(f"claim cannot be decided on {v.platform} ({devices}): {v.why}", location=where)
-                text, cls = f"≈ {label}：说不清", "book-claim-undecided"
+                kind, text = "undecided", f"≈ {short}（{devices}）：说不清"
             elif v.holds is None:
-                text, cls = f"？ {label}：未能核对", "book-claim-unknown"
+                kind, text = "unknown", f"？ {short}（{devices}）：未能核对"
             elif v.expected:
-                text, cls = (f"✓ {label}", "book-claim-ok") if v.holds else (f"✗ {label}：数据不支持", "book-claim-bad")
+                kind, text = ("ok", f"✓ {short}（{devices}）：数据支持") if v.holds else ("bad", f"✗ {short}（{devices}）：数据不支持")
+            elif v.holds:
+                continue  # outside the sentence's scope and true there too: nothing a reader needs
             else:
-                text = f"· {label}（{devices}）不在这句话说的范围内：这里{'也成立' if v.holds else '不成立'}"
-                cls = "book-claim-other"
+                kind, text = "other", f"· {short}（{devices}）：这句话不说这台机器，在这里也确实不是这样"
+            (other if kind == "other" else counts[kind]).append(short)
+            why = reader_why(v.why) if v.why else ""
             if v.stale:
-                text += "（数据来自较早的代码）"
-            mark = titled(text, reader_why(v.why) if v.why else ("数据支持这句话" if v.holds else ""), ["book-claim-mark", cls])
-            if len(marks):
-                marks += nodes.Text("　")
-            marks += mark
+                stale = True
+                why += ("；" if why else "") + "数据来自这段代码较早的版本"
+            lines.append(nodes.paragraph("", f"{text}。{why}" if why else f"{text}。", classes=[f"book-claim-{kind}"]))
         box["classes"].append("book-claim-failed" if failed else "book-claim-checked")
-        box += marks
+        box.extend(claim_marks(counts, other, stale, lines))
         return [box]
+
+
+def claim_marks(counts: dict, other: list, stale: bool, lines: list) -> list[nodes.Node]:
+    """One short line under the sentence (how many machines bear it out), the reasons one click away."""
+    from capture.sphinxext.reader import disclosure
+
+    parts = []
+    if counts["bad"]:
+        parts.append(f"✗ {'、'.join(counts['bad'])} 的数据不支持")
+    if counts["ok"]:
+        parts.append(f"✓ {'、'.join(counts['ok'])}")
+    if counts["undecided"]:
+        parts.append(f"≈ {'、'.join(counts['undecided'])} 说不清")
+    if counts["unknown"]:
+        parts.append(f"？ {'、'.join(counts['unknown'])} 未能核对")
+    if other:
+        parts.append(f"{'、'.join(other)} 不是这样")
+    if not parts:
+        return []
+    label = "　".join(parts) + ("（旧）" if stale else "")
+    cls = "book-claim-bad" if counts["bad"] else "book-claim-undecided" if counts["undecided"] and not counts["ok"] \
+        else "book-claim-ok"
+    return [disclosure(label, lines, ["book-claim-marks", cls, "book-no-search"])]
+

@@ -14,7 +14,6 @@ from sphinx.util import logging
 
 from capture import cudacompiler
 from capture.book import NOTE, WARN, Answer, Book, FragmentState
-from capture.fmt import NBSP
 from capture.keys import FragmentKey
 
 logger = logging.getLogger("capture")
@@ -138,14 +137,6 @@ def report_state(st: FragmentState, location, what: str) -> None:
                     f"it is re-made on that machine with: {st.fix}", location=location)
 
 
-def titled(text: str, title: str, classes=()) -> nodes.Element:
-    """Inline text with a tooltip: an <abbr title=...> (docutils drops `title` on a plain inline)."""
-    node = nodes.abbreviation(text, text, classes=list(classes))
-    if title:
-        node["explanation"] = title
-    return node
-
-
 def differs_option(text: str | None) -> tuple[str, ...]:
     """`:differs: threads, caches` -> ("threads", "caches"); an unknown condition is a ValueError."""
     from capture.alike import CONDITIONS
@@ -171,22 +162,12 @@ def report_answer(ans: Answer, location, what: str) -> None:
             report_state(st, location, what)
 
 
-_WHY_WORDS = [
-    (": cannot tell (the spreads are not apart by more than ", "：说不清（两边的范围相差不到 "),
-    ("x)", " 倍，在测量噪声以内）"),
-    (": cannot tell", "：说不清"), (": yes", "：是"), (": no", "：否"),
-    ("all(): yes", "每一项都成立"), ("all(): no", "有一项不成立"), ("all(): cannot tell", "有的项说不清"),
-    ("any(): yes", "有一项成立"), ("any(): no", "没有一项成立"), ("any(): cannot tell", "有的项说不清"),
-    ("false with the captured data", "和捕获的数据不符"),
-]
-
-
 def reader_why(why: str) -> str:
-    """A verdict's reason (capture/query.py, English) in the reader's words: the comparison stays as written."""
-    out = why
-    for en, zh in _WHY_WORDS:
-        out = out.replace(en, zh)
-    return "依据：" + out
+    """A verdict's reason (capture/query.py, English) as the reader's sentence (capture/sphinxext/reader.py)."""
+    from capture.sphinxext.reader import reason
+
+    text = reason(why)
+    return f"依据：{text}" if text else ""
 
 
 def notice(kind: str, text: str, command: str = "") -> nodes.Element:
@@ -216,13 +197,18 @@ def state_notice(b: Book, st: FragmentState) -> nodes.Element | None:
     """What a reader sees for a fragment that is not fresh (None when fresh)."""
     if st.state == "fresh":
         return None
+    from capture.sphinxext.reader import detail_words, reproduce
+
     where = b.label(st.platform) if st.platform in b.platforms() else st.platform
     if st.state == "stale":
-        return notice("stale", f"这段输出是在 {where} 上用这段代码较早的版本捕获的；之后改动了："
-                      f"{'、'.join(st.changed)}。在那台机器上重新生成：", st.fix)
-    if st.state == "not-applicable":
-        return notice("na", f"{where} 不运行这一项：{st.detail}。")
-    return notice(st.state, f"{where} 上的这段输出{STATE_TEXT.get(st.state, st.state)}。重新生成：", st.fix)
+        box = notice("stale", f"这段输出是在 {where} 上用这段代码较早的版本捕获的；之后改动了：{'、'.join(st.changed)}。")
+    elif st.state == "not-applicable":
+        return notice("na", f"{where} 不运行这一项：{detail_words(st.detail)}。")
+    else:
+        box = notice(st.state, f"{where} 上的这段输出{STATE_TEXT.get(st.state, st.state)}。")
+    if st.platform in b.platforms() or st.platform == b.local:
+        box += reproduce(b.identity(st.platform), st.key.exp, st.key.role)
+    return box
 
 
 def stale_mark(b: Book, states) -> nodes.Node | None:
@@ -230,8 +216,10 @@ def stale_mark(b: Book, states) -> nodes.Node | None:
     stale = [s for s in states if s.state == "stale"]
     if not stale:
         return None
-    title = "；".join(f"{s.key} 在 {b.label(s.platform)} 上捕获之后改动了 {'、'.join(s.changed)}" for s in stale)
-    return titled("（旧）", title, ["book-stale-mark"])
+    from capture.sphinxext.reader import tip
+
+    where = "、".join(dict.fromkeys(b.label(s.platform) for s in stale))
+    return tip("（旧）", f"这个数来自这段代码较早的版本：在 {where} 上捕获之后，代码改动过", ["book-stale-mark"])
 
 
 def fragment_href(env, platform: str, key, ext: str = "json") -> str:
@@ -242,54 +230,36 @@ def fragment_href(env, platform: str, key, ext: str = "json") -> str:
 
 def value_node(env, b: Book, ans: Answer, text: str, rawtext: str = "") -> nodes.Node:
     """A recorded figure: a link to its fragment, tagged with the platform it came from."""
+    from capture.sphinxext.reader import figure_tip
+
     st = ans.states[0]
-    title = f"{b.label(ans.platform)} · {ans.expr}"
-    ref = nodes.reference(rawtext, text, refuri=fragment_href(env, ans.platform, st.key), reftitle=title,
+    devices = sorted({s.fragment.meta.get("device") for s in ans.states if s.fragment is not None} - {None})
+    title = figure_tip(b.label(ans.platform), "、".join(devices) or None, ans.expr)
+    raw = getattr(ans.value, "v", ans.value)
+    # a recorded text (an error message, a word) is shown as the program wrote it: code
+    child = nodes.literal(text, text) if isinstance(raw, str) and raw == text else nodes.Text(text)
+    ref = nodes.reference(rawtext, "", child, refuri=fragment_href(env, ans.platform, st.key), reftitle=title,
                           classes=["book-num", f"book-plat-{ans.platform}"])
     ref["support_smartquotes"] = False  # data shows as recorded: "x" stays "x", not “x”
     return ref
 
 
 # -- tabs, one per platform ------------------------------------------------------------------
-def platform_tabs(items: list[tuple[str, str, list[nodes.Node]]], classes=()) -> nodes.Node:
-    """A sphinx-design tab set, one tab per (platform, label, content), synchronised across the page."""
+def platform_tabs(items: list[tuple], classes=()) -> nodes.Node:
+    """A sphinx-design tab set, one tab per (platform, label, content[, full name]), synchronised across the page.
+    The label is the machine's short name; the full one is its tooltip."""
     from sphinx_design.shared import create_component
 
+    from capture.sphinxext.reader import tip
+
     tab_set = create_component("tab-set", classes=["sd-tab-set", "book-platform-tabs", *classes])
-    for plat, label, content in items:
-        rubric = nodes.rubric(label, "", nodes.Text(label), classes=["sd-tab-label"])
+    for plat, label, content, *full in items:
+        rubric = nodes.rubric(label, "", tip(label, full[0] if full else ""), classes=["sd-tab-label"])
         rubric["sync_group"] = "platform"
         rubric["sync_id"] = plat
         body = create_component("tab-content", children=content, classes=["sd-tab-content"])
         tab_set += create_component("tab-item", children=[rubric, body], classes=["sd-tab-item"])
     return tab_set
-
-
-def provenance(b: Book, frag, exp=None) -> str:
-    """One line saying where a figure came from: machine, device, versions, date, machine load."""
-    m = frag.meta
-    v = m.get("versions", {})
-    parts = [b.label(frag.platform, m.get("role")), f"设备 {m.get('device')}"]
-    if v.get("torch"):
-        t = f"torch {v['torch']}"
-        if v.get("torch_matches_pin") is False:
-            t += f"（本书固定 {v.get('torch_pin')}，这台机器上是 {v['torch']}）"
-        parts.append(t)
-    fw = m.get("framework")
-    for k in ("burn", "candle-core"):
-        if v.get(k) and k.startswith(fw or "-"):
-            parts.append(f"{k.split('-')[0]} {v[k]}")
-    feats = (v.get("rust_build") or {}).get("features") or []
-    crate = getattr(exp, "crate", None)
-    own = [f.split("/", 1)[1] for f in feats if crate and f.startswith(crate + "/")]
-    if own:
-        parts.append("crate feature " + ",".join(own))
-    compiler = compiler_words(m)
-    if compiler:
-        parts.append(compiler)
-    parts.append(m.get("started", "")[:10])
-    parts.append(load_words(m.get("load_before"), m.get("load_after"), (m.get("machine") or {}).get("cores")))
-    return " · ".join(p for p in parts if p)
 
 
 def compiler_words(meta: dict) -> str:
@@ -298,14 +268,3 @@ def compiler_words(meta: dict) -> str:
         return ""
     compiler = ((meta.get("versions") or {}).get("rust_build") or {}).get(cudacompiler.KEY)
     return f"CubeCL 内核编译：{cudacompiler.WORDS.get(compiler, compiler)}" if compiler else ""
-
-
-def load_words(before, after, cores) -> str:
-    """The machine's load during the run, in words: the 1-minute load average against its cores."""
-    if not before or not after:
-        return ""
-    peak = max(before[0], after[0])
-    busy = peak / cores if cores else None
-    word = "" if busy is None else "机器几乎空闲" if busy < 0.25 else "机器上还有别的工作" if busy < 0.75 else "机器很忙"
-    detail = f"1{NBSP}分钟平均负载 {before[0]:.1f}→{after[0]:.1f}" + (f"，{cores}{NBSP}核" if cores else "")
-    return f"测量时{word}（{detail}）" if word else f"测量时{detail}"

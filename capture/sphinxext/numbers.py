@@ -3,7 +3,7 @@
     {num}`median(burn-chain8@gpu:chain8.device.median)`            -> 0.41 ms
     {num}`range(torch-ret@gpu:ret.synced)`                          -> 0.82–1.36 ms
     {num}`median(a@gpu:x) / median(b@gpu:y) | ratio`                -> 2.1 倍
-Styles: ratio, percent, approx (prefix 约), digits=N.
+Styles: ratio, percent, approx (prefix 约), digits=N, decimal (bytes in powers of 1000, as an output printed them).
 
 The platform is the one the enclosing block names ({per-platform}, a claim's :platform:) or the
 page's front matter `book_platform`. A figure never comes from another machine: where that
@@ -16,7 +16,7 @@ from docutils import nodes
 from sphinx.util.docutils import SphinxRole
 
 from capture.fmt import fmt_value
-from capture.sphinxext.common import book, depend, differs_option, report_answer, scope, stale_mark, titled, value_node, warn
+from capture.sphinxext.common import book, depend, differs_option, report_answer, scope, stale_mark, value_node, warn
 
 NO_SCOPE = ("{role} names no platform: put the sentence in a {{per-platform}} block, give its claim a "
             ":platform:, or set book_platform in the page's front matter")
@@ -37,7 +37,7 @@ def split_style(text: str) -> tuple[str, dict]:
 def render_value(v, opts) -> str:
     if getattr(v, "v", 0) is None and getattr(v, "why", ""):
         return "说不清"  # a verdict the measurements cannot decide (capture/verdict.py)
-    style = "ratio" if opts.get("ratio") else "percent" if opts.get("percent") else ""
+    style = "ratio" if opts.get("ratio") else "percent" if opts.get("percent") else "decimal" if opts.get("decimal") else ""
     digits = int(opts.get("digits", 3 if not opts.get("ratio") else 2))
     text = fmt_value(v, digits=digits, style=style)
     return ("约 " + text) if opts.get("approx") else text
@@ -56,7 +56,9 @@ def scoped_platform(role, env, b, where):
 
 
 def na(rawtext: str, text: str, title: str) -> nodes.Node:
-    return titled(text, title, ["book-num", "book-na"])
+    from capture.sphinxext.reader import tip
+
+    return tip(text, title, ["book-num", "book-na"])
 
 
 class NumRole(SphinxRole):

@@ -19,6 +19,7 @@ from capture.fmt import with_unit
 from capture.keys import FragmentKey, KeyError_
 from capture.manifest import ManifestError
 from capture.sphinxext.common import book, depend, fragment_href, warn
+from capture.sphinxext.reader import FRAMEWORKS
 from capture.sphinxext.tables import table_node
 
 
@@ -37,7 +38,7 @@ class PlatformTableDirective(SphinxDirective):
             return []
         keys = [FragmentKey(e.id, r) for e in exps for r in e.roles]
         depend(self.env, b, keys)
-        header = ["机器", "CPU 与内存", "GPU", "设备（CPU 角色 / GPU 角色）", "版本", "捕获日期"]
+        header = ["机器（本书简称）", "CPU 与内存", "GPU", "各框架用的设备（CPU 一侧 / GPU 一侧）", "版本", "捕获日期"]
         body = []
         for plat in b.platforms():
             frags = [(k, f) for k in keys if (f := b.fragment(plat, k)) is not None]
@@ -59,9 +60,11 @@ class PlatformTableDirective(SphinxDirective):
                 dates.append(f.meta.get("started", "")[:10])
             cpu = f"{ident.cpu}，{with_unit(str(ident.cores), '核')}，{with_unit(str(ident.memory_gib), 'GiB')} 内存，{ident.os_pretty}"
             gpu = f"{ident.gpu}（驱动 {ident.gpu_driver}）" if ident.gpu and ident.gpu_driver else (ident.gpu or "无")
-            dev = "；".join(f"{fw} {d.get('cpu', '—')} / {d.get('gpu', '—')}" for fw, d in devices.items())
+            dev = "；".join(f"{FRAMEWORKS.get(fw, fw)} {d.get('cpu', '—')} / {d.get('gpu', '—')}" for fw, d in devices.items())
             ver = "，".join(f"{k} {v}" for k, v in versions.items())
-            name = nodes.reference(ident.display_name, ident.display_name, refuri=fragment_href(self.env, plat, "platform"))
+            name = nodes.inline()
+            name += nodes.reference(ident.display_name, ident.display_name, refuri=fragment_href(self.env, plat, "platform"))
+            name += nodes.Text(f"（{b.short_label(plat)}）")
             dates = sorted(d for d in dates if d)
             span = dates[0] if dates and dates[0] == dates[-1] else (f"{dates[0]} 至 {dates[-1]}" if dates else "")
             body.append([name, nodes.Text(cpu), nodes.Text(gpu), nodes.Text(dev), nodes.Text(ver), nodes.Text(span)])

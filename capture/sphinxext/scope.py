@@ -24,6 +24,7 @@ from capture.claims import WhereError, check_known, parse_where, platform_matche
 from capture.keys import FragmentKey, KeyError_
 from capture.manifest import ManifestError
 from capture.sphinxext.common import book, platform_tabs, scoped, warn
+from capture.sphinxext.reader import tip
 
 
 class PerPlatformDirective(SphinxDirective):
@@ -51,15 +52,20 @@ class PerPlatformDirective(SphinxDirective):
             box["classes"].append(f"book-plat-{plat}")
             with scoped(self.env, plat):
                 self.state.nested_parse(self.content, self.content_offset, box)
-            items.append((plat, b.label(plat), [box]))
+            items.append((plat, b.short_label(plat), [box], b.label(plat)))
         if not items:
             return []
         if len(items) == 1:
-            plat, label, content = items[0]
-            head = nodes.paragraph("", "", nodes.strong("", f"在 {label} 上"), classes=["book-per-platform-head"])
+            plat, short, content, label = items[0]
             box = nodes.container(classes=["book-platform-note"])
-            box += head
             box += content
+            # the machine leads the first paragraph (run-in), the full name in its tooltip
+            first = next(iter(box.findall(nodes.paragraph)), None)
+            head = nodes.strong("", "", tip(f"在 {short} 上：", label), classes=["book-per-platform-head"])
+            if first is not None:
+                first.insert(0, head)
+            else:
+                box.insert(0, nodes.paragraph("", "", head))
             return [box]
         return [platform_tabs(items, classes=["book-per-platform-tabs"])]
 

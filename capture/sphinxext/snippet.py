@@ -84,8 +84,13 @@ class SnippetDirective(SphinxDirective):
         caption = nodes.caption("", "")
         if self.options.get("caption"):
             caption += nodes.Text(self.options["caption"] + " · ")
-        caption += nodes.reference(path, path, refuri="../" * depth + f"_code/{path}.txt", classes=["book-source-link"])
-        caption += nodes.Text(f"（第 {reg.first_line}–{reg.last_line} 行）" if region else "")
+        link = nodes.reference("", "", nodes.literal(path, path), refuri="../" * depth + f"_code/{path}.txt",
+                               classes=["book-source-link"])
+        if region:
+            link["reftitle"] = f"整个文件；这里是第 {reg.first_line}–{reg.last_line} 行"
+        caption += link
+        if region:
+            caption += nodes.inline("", f" 第 {reg.first_line}–{reg.last_line} 行", classes=["book-snippet-lines"])
         wrapper += caption
         wrapper += literal
         return [wrapper]

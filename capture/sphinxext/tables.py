@@ -22,6 +22,7 @@ from capture.manifest import ManifestError
 from capture.sphinxext.common import (book, depend, differs_option, report_answer, report_state, stale_mark,
                                      value_node, warn)
 from capture.sphinxext.numbers import render_value, split_style
+from capture.sphinxext.reader import tip
 
 NOT_CAPTURED = "本平台未测"
 
@@ -73,18 +74,22 @@ class RecordsTableDirective(SphinxDirective):
         depend(self.env, b, [key for _, key in rows])
         body = []
         for label, key, plat in layout_rows(b, rows, only, self.options.get("group", "platform")):
-            cells = [nodes.Text(label)]
+            cells = [self._inline(label)]  # `code` in a label, a header or the title renders as code
             if plat is None:
                 st = b.absent_everywhere(key) if not only else b.state(only, key)
                 report_state(st, where, f"records-table row {key}")
                 cells.append(nodes.Text("—"))
                 cells += [nodes.inline("", NOT_CAPTURED, classes=["book-na"]) for _ in cols]
             else:
-                cells.append(nodes.Text(b.label(plat, key.role)))
+                cells.append(tip(b.short_label(plat, key.role), b.label(plat, key.role), ["book-machine"]))
                 cells += [self._cell(b, expr.replace("{row}", str(key)), opts, plat, where) for _, expr, opts in cols]
             body.append(cells)
-        header = ["项目", "机器", *[c[0] for c in cols]]
-        return [table_node(self.arguments[0] if self.arguments else None, header, body)]
+        header = ["项目", "机器", *[self._inline(c[0]) for c in cols]]
+        return [table_node(self._inline(self.arguments[0]) if self.arguments else None, header, body)]
+
+    def _inline(self, text: str) -> nodes.inline:
+        parsed, _ = self.state.inline_text(text, self.lineno)
+        return nodes.inline("", "", *parsed)
 
     def _cell(self, b, expr, opts, plat, where):
         ans = b.answer(expr, plat, self.differs)
@@ -102,11 +107,11 @@ class RecordsTableDirective(SphinxDirective):
 
 
 
-def table_node(title: str | None, header: list[str], body: list[list[nodes.Node]], classes=("book-records-table",)) -> nodes.table:
-    """A docutils table: a header row of text and body rows of nodes."""
+def table_node(title, header: list, body: list[list[nodes.Node]], classes=("book-records-table",)) -> nodes.table:
+    """A docutils table: a header row (text or nodes) and body rows of nodes."""
     table = nodes.table(classes=list(classes))
     if title:
-        table += nodes.title(text=title)
+        table += nodes.title(text=title) if isinstance(title, str) else nodes.title("", "", title)
     group = nodes.tgroup(cols=len(header))
     table += group
     for _ in header:
@@ -114,7 +119,8 @@ def table_node(title: str | None, header: list[str], body: list[list[nodes.Node]
     thead, tbody = nodes.thead(), nodes.tbody()
     group += thead
     group += tbody
-    for cells, part in [([nodes.Text(h) for h in header], thead), *[(c, tbody) for c in body]]:
+    head = [nodes.Text(h) if isinstance(h, str) else h for h in header]
+    for cells, part in [(head, thead), *[(c, tbody) for c in body]]:
         row = nodes.row()
         for c in cells:
             entry = nodes.entry()

@@ -24,7 +24,8 @@ TERMS = re.compile(r"CUDA|Metal|MPS|Vulkan|cuBLAS|Triton|SPIR-V|MSL|PTX|NVRTC|nv
                    r"Windows|H200|NVIDIA|Apple|Accelerate|M[1-4] (?:Pro|Max|Ultra)")
 # containers whose text is scoped to machines already (or is machinery, not prose)
 SCOPED = {"book-per-platform", "book-platform-note", "book-claim", "book-until-captured", "book-notice",
-          "book-reproduce", "book-chart-caption", "book-datachart"}
+          "book-reproduce", "book-chart-caption", "book-datachart", "book-output-more", "book-chart-more",
+          "book-claim-marks", "book-glossary"}
 SENTENCE_END = re.compile(r"(?<=[。！？；])")
 
 
@@ -90,7 +91,7 @@ def check_terms(app, doctree, docname) -> None:
     try:
         allow = [a for a in load_allow(path) if a["page"] == docname]
     except (ValueError, tomllib.TOMLDecodeError) as e:
-        logger.warning(f"scope allow-list: {e}", type="capture", subtype="scope")
+        logger.warning(f"scope allow-list: {e}", location=str(path), type="capture", subtype="scope")
         return
     used = _used(app)
     _checked(app).add(docname)
@@ -130,4 +131,4 @@ def report_unused(app, exc) -> None:
     for a in allow:
         if a["page"] in _checked(app) and (a["page"], a["n"]) not in _used(app):
             logger.warning(f"{path.name} entry {a['n']} ({a['page']}: {a['text'][:60]!r}) matches no sentence any more; "
-                           "remove it or update its text", type="capture", subtype="scope")
+                           "remove it or update its text", location=str(path), type="capture", subtype="scope")

@@ -22,7 +22,8 @@ from sphinx.util.docutils import SphinxDirective
 from capture.controls import visible
 from capture.keys import ROLES
 from capture.sphinxext.common import (book, depend, differs_option, logger, reader_why, report_answer, stale_mark,
-                                     titled, value_node, warn)
+                                     value_node, warn)
+from capture.sphinxext.reader import data_label, detail_words, tip
 from capture.sphinxext.tables import parse_pairs, table_node
 
 
@@ -47,13 +48,15 @@ class VerdictMatrixDirective(SphinxDirective):
             warn(f"verdict-matrix: {e}", where, "verdicts")
             return []
         columns = [(p, r) for p in b.platforms() for r in roles if r == "cpu" or b.identity(p).has_gpu]
-        header = ["问题", *[b.label(p, r) for p, r in columns]]
+        header = ["问题", *[tip(b.short_label(p, r), b.label(p, r)) for p, r in columns]]
         body = []
         for label, template in rows:
             text, _ = self.state.inline_text(label, self.lineno)  # `code` in a question renders as code
-            cells = [nodes.inline("", "", *text)]
+            cells = [nodes.inline("", "", *text, classes=["book-verdict-question"])]
             for plat, role in columns:
-                cells.append(self._cell(b, template.replace("{role}", role), plat, where))
+                cell = self._cell(b, template.replace("{role}", role), plat, where)
+                # on a phone the matrix is a list: each answer says its column (book-site.css)
+                cells.append(nodes.inline("", "", data_label(b.short_label(plat, role)), cell))
             body.append(cells)
         for _, template in rows:
             for role in roles:
@@ -61,7 +64,7 @@ class VerdictMatrixDirective(SphinxDirective):
                     depend(self.env, b, b.refs(template.replace("{role}", role)))
                 except Exception:  # noqa: BLE001 - reported by the cell
                     pass
-        title = self.arguments[0] if self.arguments else None
+        title = nodes.inline("", "", *self.state.inline_text(self.arguments[0], self.lineno)[0]) if self.arguments else None
         table = table_node(title, header, body, ("book-records-table", "book-verdict-matrix"))
         return [table]
 
@@ -72,7 +75,9 @@ class VerdictMatrixDirective(SphinxDirective):
             return nodes.inline("", "？", classes=["book-na"])
         if not ans.ok:
             st = ans.blocking
-            return titled("未测" if st.state in ("not-applicable", "missing") else "—", st.detail, ["book-na"])
+            text = "未测" if st.state in ("not-applicable", "missing") else "—"
+            return tip(text, detail_words(st.detail) if st.state == "not-applicable" else "这台机器还没有这项记录",
+                       ["book-na"])
         val = getattr(ans.value, "v", ans.value)
         why = getattr(ans.value, "why", "")
         if val is None and why:  # the measurements cannot tell (capture/verdict.py)

@@ -142,22 +142,25 @@ def test_every_directive_builds_strictly(site, tmp_path):
     lines = outputs[0].find_all("pre")[0].text().splitlines()
     assert lines == ["cpu run 0: returned after 2.000µs", "...", "cpu run 2: returned after 2.000µs"]  # :lines: + elision
     caption = outputs[0].find_all(cls="caption-text")[0].text()
-    assert "Linux x86_64 纯 CPU" in caption and "设备 cpu" in caption  # provenance caption names machine and device
+    assert "PyTorch · cpu" in caption  # the caption: framework and device; the machine is the tab
+    more = outputs[0].find_all("details", "book-output-more")[0].text()
+    assert "Linux x86_64 纯 CPU" in more and "设备 cpu" in more and "重现：" in more  # one click away
     # each {num} sits in its sentence, tagged with the platform it came from
     para = next(p for p in doc.find_all("p") if "返回约" in p.text())
     nums = para.find_all(cls="book-num")
     nbsp = "\u00a0"  # a number and its unit are joined by a no-break space (capture/fmt.py)
     assert [n.text() for n in nums] == [f"4{nbsp}µs", f"2–6{nbsp}ms", f"1000{nbsp}倍"]
     assert all("book-plat-linux-x86_64-cpu" in n.classes for n in nums)
-    assert "✓ Linux x86_64 纯 CPU" in doc.find_all(cls="book-claim-marks")[0].text()
+    cores = __import__("os").cpu_count()
+    assert f"✓ {cores} 核 CPU" in doc.find_all(cls="book-claim-marks")[0].text()  # the machine's short name
     table = doc.find_all("table", "book-records-table")[0]
     assert cell(table, "返回", 0) == f"4{nbsp}µs" and cell(table, "比", 0) == f"1000{nbsp}倍"
-    assert cell(table, "机器", 0).startswith("Linux x86_64 纯 CPU")
+    assert cell(table, "机器", 0) == f"{cores} 核 CPU"
+    assert "Linux x86_64 纯 CPU" in table.find_all(cls="book-machine")[0].attrs.get("title", "")  # full name: the tooltip
     assert cell(table, "返回", 1) == "本平台未测"  # the gpu row on a CPU-only book
     assert f"立即返回 4{nbsp}µs" in html  # chart branch and label from records
     matrix = doc.find_all("table", "book-verdict-matrix")[0]
-    assert cell(matrix, "Linux x86_64 纯 CPU（" + str(__import__("os").cpu_count()) + " 核）", 0).startswith("是") or \
-        cell(matrix, [th.text().strip() for th in matrix.find_all("th")][1], 0).startswith("是")
+    assert cell(matrix, f"{cores} 核 CPU", 0).startswith("是")
     assert doc.find_all("table", "book-platform-table")
     assert (out / "_fragments/linux-x86_64-cpu/measure@cpu.json").is_file()
     assert (out / "_fragments/linux-x86_64-cpu/platform.json").is_file()
@@ -262,9 +265,11 @@ def test_another_machines_stale_fragment_is_shown_with_a_note(site, tmp_path):
     doc = page(out)
     tabs = [t.text().strip() for t in doc.find_all("label", "sd-tab-label")]
     assert any("Other GPU" in t for t in tabs) and any("纯 CPU" in t for t in tabs)
-    notes = [n.text() for n in doc.find_all(cls="book-notice-stale")]
-    assert notes and "Other GPU · Linux" in notes[0] and "bash .device/run.sh --only measure --device cpu" in notes[0]
-    assert doc.find_all(cls="book-stale-mark")  # figures from it carry the mark
+    other = [w for w in doc.find_all("div", "book-output-wrapper") if "book-plat-linux-x86_64-nvidia-other" in w.classes]
+    assert other and other[0].find_all(cls="book-stale-mark")  # the caption says 旧; what changed is one click away
+    more = other[0].find_all("details", "book-output-more")[0].text()
+    assert "Other GPU · Linux" in more and "较早的版本" in more and "bash .device/run.sh --only measure --device cpu" in more
+    assert len(doc.find_all(cls="book-stale-mark")) > 1  # figures from it carry the mark
 
 
 def test_verdict_matrix_shows_recorded_words_through_its_labels(site, tmp_path):

@@ -44,10 +44,16 @@ def unavailable(message: str):
     pytest.skip(message)
 
 
+# The browser tests read the site the way a reader gets it from GitHub Pages: under a path of its own,
+# with the 404 page for any missing address (serve below); the build is told that path (conf.py).
+SITE_PATH = "/eager-book/"
+SITE_URL = f"https://book.example{SITE_PATH}"
+
+
 def strict_build(out: Path) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "sphinx", "-W", "-n", "--keep-going", "-b", "html"]
     cmd += ["-c", str(ROOT), "-d", str(out.parent / "doctrees"), str(DOCS), str(out)]
-    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    return subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env={**os.environ, "BOOK_SITE_URL": SITE_URL})
 
 
 @pytest.fixture(scope="session")
@@ -72,15 +78,42 @@ class QuietHandler(SimpleHTTPRequestHandler):
         pass
 
 
-class serve:
-    """with serve(folder) as base_url: the folder over HTTP on 127.0.0.1 (a free port)."""
+class PagesHandler(QuietHandler):
+    """The folder served under `prefix` (like a GitHub Pages project site): a missing address under it gets
+    the folder's 404.html with status 404; anything outside the prefix is a plain 404."""
 
-    def __init__(self, folder: Path):
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), partial(QuietHandler, directory=str(folder)))
+    prefix = "/"
+
+    def translate_path(self, path: str) -> str:
+        if not path.startswith(self.prefix):
+            return str(Path(self.directory) / ".outside-the-site" / "none")  # never exists
+        return super().translate_path("/" + path[len(self.prefix):])
+
+    def send_head(self):
+        target = Path(self.translate_path(self.path.split("?", 1)[0].split("#", 1)[0]))
+        page404 = Path(self.directory) / "404.html"
+        if self.path.startswith(self.prefix) and not target.exists() and page404.is_file():
+            body = page404.read_bytes()
+            self.send_response(404)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            return __import__("io").BytesIO(body)
+        return super().send_head()
+
+
+class serve:
+    """with serve(folder[, prefix]) as base_url: the folder over HTTP on 127.0.0.1 (a free port), under
+    `prefix` (e.g. "/eager-book/"), with its 404.html for missing addresses."""
+
+    def __init__(self, folder: Path, prefix: str = "/"):
+        handler = type("Handler", (PagesHandler,), {"prefix": prefix})
+        self.prefix = prefix
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), partial(handler, directory=str(folder)))
 
     def __enter__(self) -> str:
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/"
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}{self.prefix}"
 
     def __exit__(self, *exc) -> None:
         self.httpd.shutdown()
@@ -89,8 +122,9 @@ class serve:
 
 @pytest.fixture(scope="session")
 def server(site):
-    """Base URL of the site served over HTTP on 127.0.0.1 (a free port)."""
-    with serve(site) as base:
+    """Base URL of the site served over HTTP on 127.0.0.1 (a free port), under SITE_PATH as GitHub Pages
+    serves a project: every browser test reads the site under a path of its own."""
+    with serve(site, SITE_PATH) as base:
         yield base
 
 

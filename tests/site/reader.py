@@ -12,14 +12,17 @@ failed. The JavaScript is kept here, next to the Python that reads its answer.
 from __future__ import annotations
 
 import json
+import re
 import statistics
 import sys
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 AXE_NPM_DIR = Path(__file__).resolve().parent / "axe"
 AXE_DIST = Path("node_modules", "axe-core", "axe.min.js")
 WIDTHS = (390, 1280)
+READER_PAGES = ("index.html", "eager.html", "design.html", "appendix/ran-where.html", "appendix/glossary.html", "404.html")
 MIN_CHART_TEXT_PX = 11.0
 # What the browser shows; a chart's text smaller than MIN_CHART_TEXT_PX at these widths is unreadable on a phone.
 
@@ -188,6 +191,153 @@ def charts_ready(page, timeout_ms: int = 20_000) -> None:
         pass
 
 
+# -- reading: page height, tabs, Latin words, hidden columns, search (issue 22) -------------------
+
+HEIGHT_JS = "() => document.documentElement.scrollHeight"
+
+TABS_JS = """() => {
+  // How deep tab sets nest in the article (1: one row of tabs; 2: tabs inside a tab).
+  let depth = 0, sets = 0, nested = 0;
+  document.querySelectorAll('.bd-article .sd-tab-set').forEach((t) => {
+    sets += 1;
+    let d = 1;
+    for (let p = t.parentElement; p; p = p.parentElement) if (p.classList.contains('sd-tab-set')) d += 1;
+    depth = Math.max(depth, d);
+    if (d > 1) nested += 1;
+  });
+  return {depth, sets, nested};
+}"""
+
+HIDDEN_COLUMNS_JS = """() => {
+  // Columns of a table that start out of sight (right of its box): the reader must scroll to find them.
+  const hidden = [];
+  let tables = 0;
+  document.querySelectorAll('.bd-article table').forEach((t) => {
+    if (t.getClientRects().length === 0) return;
+    tables += 1;
+    const box = t.closest('.pst-scrollable-table-container, [data-book-overflow]') || t.parentElement;
+    const right = box.getBoundingClientRect().right;
+    const head = t.querySelector('thead tr') || t.querySelector('tr');
+    const name = ((t.querySelector('caption') || {}).textContent || t.textContent || '').trim().slice(0, 40);
+    Array.from(head ? head.children : []).forEach((c) => {
+      if (c.getBoundingClientRect().right > right + 1) hidden.push(`${name}: ${c.textContent.trim()}`);
+    });
+  });
+  return {tables, hidden};
+}"""
+
+READER_TEXT_JS = """() => {
+  // What a reader reads: the article, the footer, the page title, the book's table of contents
+  // (not the generated API entries), and every tooltip and image text there; code and drawings left out.
+  const skip = 'pre, code, kbd, samp, svg, script, style, .mermaid, .highlight, [lang]:not(html)';
+  const scopes = Array.from(document.querySelectorAll('.bd-article, .bd-footer-article, footer.bd-footer, .bd-footer-content, .bd-sidebar-primary .bd-links'));
+  const apiEntry = (el) => el.closest('li') && el.closest('li').querySelector(':scope > a[href*="api/"]');
+  const out = [['title', document.title]];
+  for (const root of scopes) {
+    const w = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+    for (let n = w.nextNode(); n; n = w.nextNode()) {
+      const el = n.parentElement;
+      if (el.closest(skip) || apiEntry(el) || !n.data.trim()) continue;
+      out.push(['text', n.data]);
+    }
+    root.querySelectorAll('[title], [alt], [placeholder], [data-tooltip]').forEach((el) => {
+      if (el.closest('svg, script, style') || apiEntry(el)) return;
+      for (const a of ['title', 'alt', 'placeholder', 'data-tooltip']) if (el.getAttribute(a)) out.push([a, el.getAttribute(a)]);
+    });
+  }
+  return out;
+}"""
+
+LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-_.+/'][A-Za-z0-9]+)*")
+
+
+def allowed_latin() -> tuple[set[str], list[re.Pattern]]:
+    """What a reader page may write in Latin script (docs/terms.toml): the names of [latin], the English of
+    every term (the glossary's second column: 延迟执行 may be glossed as lazy execution), and the patterns."""
+    data = tomllib.loads((ROOT / "docs" / "terms.toml").read_text(encoding="utf-8"))
+    names = set(data.get("latin", {}).get("names", []))
+    for term in data.get("term", []):
+        names |= set(LATIN_WORD.findall(term.get("en", "")))
+    return names, [re.compile(p) for p in data.get("latin", {}).get("patterns", [])]
+
+
+def latin_words(texts: list[list[str]]) -> list[tuple[str, str, str]]:
+    """(word, where, context) for each Latin-script word outside the allow-list. A word joined by / (GNU/Linux,
+    CUDA/CPU) is allowed when each part is; a single letter is a variable (m·n·k) and allowed."""
+    names, patterns = allowed_latin()
+
+    def ok(w: str) -> bool:
+        return len(w) == 1 or w in names or any(p.fullmatch(w) for p in patterns)
+
+    found = []
+    for kind, text in texts:
+        for m in LATIN_WORD.finditer(text):
+            w = m.group(0)
+            if ok(w) or ("/" in w and all(ok(part) for part in w.split("/") if part)):
+                continue
+            found.append((w, kind, text[max(0, m.start() - 30): m.end() + 30].strip()))
+    return found
+
+
+def reading(browser, url: str) -> dict:
+    """At 390 px: the page's height as loaded, tab nesting, Latin words; at 1280 px: hidden table columns."""
+    ctx = browser.new_context(viewport={"width": 390, "height": 900})
+    page = ctx.new_page()
+    page.goto(url, wait_until="load")
+    charts_ready(page)
+    page.wait_for_timeout(200)
+    out = {"height_390": page.evaluate(HEIGHT_JS), "tabs": page.evaluate(TABS_JS),
+           "latin": latin_words(page.evaluate(READER_TEXT_JS))}
+    ctx.close()
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = ctx.new_page()
+    page.goto(url, wait_until="load")
+    page.evaluate(SHOW_ALL_JS)
+    page.wait_for_timeout(200)
+    out["columns_1280"] = page.evaluate(HIDDEN_COLUMNS_JS)
+    ctx.close()
+    return out
+
+
+def search_hits(browser, base: str, query: str, timeout_ms: int = 10_000) -> list[str]:
+    """The pages the site's search lists for a query, in order (paths relative to the site, no anchors)."""
+    from urllib.parse import quote, unquote, urlsplit
+
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = ctx.new_page()
+    page.goto(f"{base}search.html?q={quote(query)}", wait_until="load")
+    page.wait_for_function("() => (document.querySelector('#search-results .search-summary') || {}).innerText",
+                           timeout=timeout_ms)
+    hrefs = page.eval_on_selector_all("#search-results ul.search li > a", "els => els.map((a) => a.href)")
+    ctx.close()
+    root = unquote(urlsplit(base).path)
+    return [unquote(urlsplit(h).path)[len(root):] for h in hrefs]
+
+
+def search_queries() -> list[tuple[str, str]]:
+    """(query, the page it must find first): every term of docs/terms.toml, found first where it is
+    introduced (its `at` label, looked up in docs/anchors.txt), and the extra queries listed there."""
+    data = tomllib.loads((ROOT / "docs" / "terms.toml").read_text(encoding="utf-8"))
+    pages = {}
+    for line in (ROOT / "docs" / "anchors.txt").read_text(encoding="utf-8").splitlines():
+        if "#" in line and not line.startswith("#"):
+            page, label = line.strip().split("#", 1)
+            pages[label] = page + ".html"
+    out = [(t["zh"], pages[t["at"]]) for t in data.get("term", []) if t.get("at") in pages]
+    out += [(q["query"], q["first"]) for q in data.get("query", [])]
+    return out
+
+
+def search(browser, base: str, queries=None) -> list[dict]:
+    """Each query with its first hit and whether it is the expected page."""
+    out = []
+    for query, want in queries if queries is not None else search_queries():
+        hits = search_hits(browser, base, query)
+        out.append({"query": query, "want": want, "first": hits[0] if hits else None, "hits": hits[:4],
+                    "ok": bool(hits) and hits[0] == want})
+    return out
+
+
 # -- accessibility (axe-core, pinned in tests/site/axe/) -----------------------------------------
 
 AXE_RUN_JS = """async () => {
@@ -245,33 +395,36 @@ def screens(browser, url: str, folder: Path, stem: str) -> list[Path]:
 
 def main(argv: list[str]) -> int:
     import argparse
-    import threading
-    from functools import partial
-    from http.server import ThreadingHTTPServer
 
     from playwright.sync_api import sync_playwright
 
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from conftest import CHROMIUM_ARGS, QuietHandler, find_chromium
+    from conftest import CHROMIUM_ARGS, SITE_PATH, find_chromium, serve
 
     parser = argparse.ArgumentParser(prog="python tests/site/reader.py", description=__doc__.split("\n\n")[0])
     parser.add_argument("site", type=Path)
-    parser.add_argument("--pages", nargs="*", default=["index.html", "eager.html", "design.html"])
+    parser.add_argument("--pages", nargs="*", default=list(READER_PAGES))
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--no-axe", action="store_true")
+    parser.add_argument("--reading", action="store_true",
+                        help="only the reading figures: heights, tab depth, Latin words, hidden columns, search")
     parser.add_argument("--screens", type=Path, help="also save screenshots (390 px and 1280 px, light and dark) here")
     parser.add_argument("--tag", default="", help="prefix of the screenshot names, e.g. before/after")
     args = parser.parse_args(argv)
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), partial(QuietHandler, directory=str(args.site)))
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{httpd.server_address[1]}/"
+    server = serve(args.site, SITE_PATH)  # as the tests and GitHub Pages serve it: under a path of its own
+    base = server.__enter__()
     report = {}
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=find_chromium(), headless=True, args=CHROMIUM_ARGS)
         for name in args.pages:
+            if not (args.site / name).is_file():
+                continue
             url = base + name
-            r = report[name] = {"weight": weight(browser, url)}
+            r = report[name] = {"reading": reading(browser, url)}
+            if args.reading:
+                continue
+            r["weight"] = weight(browser, url)
             for w in WIDTHS:
                 r[f"layout_{w}"] = layout(browser, url, w)
             if args.screens:
@@ -279,12 +432,32 @@ def main(argv: list[str]) -> int:
             if not args.no_axe:
                 for dark in (False, True):
                     r["axe_dark" if dark else "axe_light"] = axe(browser, url, dark)
+        found = search(browser, base)
         browser.close()
-    httpd.shutdown()
+    server.__exit__(None, None, None)
     if args.json:
-        print(json.dumps(report, ensure_ascii=False, indent=1))
+        print(json.dumps({"pages": report, "search": found}, ensure_ascii=False, indent=1))
         return 0
+    print("reading (issue 22):")
     for name, r in report.items():
+        rd = r["reading"]
+        words = sorted({w for w, _, _ in rd["latin"]})
+        print(f"  {name}: {rd['height_390']} px tall at 390 px; tab depth {rd['tabs']['depth']} "
+              f"({rd['tabs']['nested']} of {rd['tabs']['sets']} tab sets nested); "
+              f"{len(rd['latin'])} Latin words outside the allow-list ({len(words)} distinct); "
+              f"{len(rd['columns_1280']['hidden'])} hidden columns at 1280 px in {rd['columns_1280']['tables']} tables")
+        for w in words[:12]:
+            ctx = next(c for x, _, c in rd["latin"] if x == w)
+            print(f"      latin: {w!r} in «{ctx}»")
+        for h in rd["columns_1280"]["hidden"][:5]:
+            print(f"      hidden column: {h}")
+    print(f"  search: {sum(q['ok'] for q in found)} of {len(found)} queries find the expected page first")
+    for q in found:
+        if not q["ok"]:
+            print(f"      {q['query']!r}: want {q['want']}, got {q['hits']}")
+    for name, r in report.items():
+        if "weight" not in r:
+            continue
         w = r["weight"]
         print(f"{name}: {w['bytes'] / 2**20:.2f} MiB transferred (budget 2.5), DOMContentLoaded min {w['dcl_min_ms']:.0f} ms (budget 600) "
               f"median {w['dcl_median_ms']:.0f} ms")

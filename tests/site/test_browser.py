@@ -197,7 +197,7 @@ def expected_search_hits(site, term: str) -> set[str]:
 
 @pytest.mark.parametrize("scheme", ["http", "file"])
 def test_chinese_search_finds_the_page(site, server, probe, scheme):
-    """jieba with docs/zh_dict.txt indexes 延迟执行 as one term; without the dictionary it finds nothing."""
+    """jieba with the terms of docs/terms.toml indexes 延迟执行 as one term; without them it finds nothing."""
     expected = expected_search_hits(site, SEARCH_TERM)
     assert expected, f"no page contains {SEARCH_TERM!r}: the search test would prove nothing"
     p = probe()
@@ -214,8 +214,9 @@ def test_chinese_search_finds_the_page(site, server, probe, scheme):
     assert p.problems == []
 
 
-def test_search_ranks_chapters_before_notes_appendix_and_api(site, server, probe):
-    """同步 is on the chapters, the developer notes and the generated API pages: the chapters come first."""
+def test_search_ranks_chapters_before_appendix_notes_and_api(site, server, probe):
+    """同步 is on the chapters, the appendix, the notes for authors and the generated API pages: the chapters
+    come first, the notes for authors after everything a reader reads."""
     p = probe()
     p.goto(f"{server}search.html?q={quote('同步')}")
     p.page.wait_for_function(
@@ -223,10 +224,10 @@ def test_search_ranks_chapters_before_notes_appendix_and_api(site, server, probe
     )
     hrefs = p.page.eval_on_selector_all("#search-results ul.search li > a", "els => els.map((a) => a.href)")
     pages = [unquote(urlsplit(h).path)[len(urlsplit(server).path):] for h in hrefs]
-    rank = [0 if pg in ("eager.html", "design.html") else 1 if pg == "index.html" else 2 if pg.startswith("dev/")
-            else 3 if pg.startswith("appendix/") else 4 for pg in pages]
+    rank = [0 if pg in ("eager.html", "design.html") else 1 if pg == "index.html" else 2 if pg.startswith("appendix/")
+            else 3 if pg.startswith("dev/") else 4 for pg in pages]
     assert pages and rank[0] == 0, f"results: {pages}"
-    assert rank == sorted(rank), f"chapters, front page, notes, appendix, API: got {pages}"
+    assert rank == sorted(rank), f"chapters, front page, appendix, notes for authors, API: got {pages}"
     assert p.problems == []
 
 

@@ -91,3 +91,114 @@ def test_no_serious_accessibility_violation(browser, site, server, mode):
             if bad:
                 found[f"{rel} @ {width}px"] = [(v["id"], v["nodes"], v["targets"][:2]) for v in bad]
     assert not found, found
+
+
+# -- reading (issue 22): one row of tabs, Chinese throughout, every column in view, short enough, searchable --
+
+READING_PAGES = ("index.html", "eager.html", "design.html", "appendix/ran-where.html", "appendix/glossary.html")
+# At 390 px, as loaded (tabs on their first machine, details closed). design was 61 622 px before issue 22
+# on the machine these budgets were set on; the budget is 60 % of that.
+HEIGHT_BUDGET_390 = {"design.html": 37_000, "eager.html": 26_500}
+
+
+@pytest.fixture(scope="module")
+def readings(browser, site, server):
+    """reader.reading() of each reader page: height and tabs and Latin words at 390 px, columns at 1280 px."""
+    return {page: reader.reading(browser, server + page) for page in READING_PAGES if (site / page).is_file()}
+
+
+def test_tabs_never_nest(readings):
+    """One row of tabs per block: the machine; frameworks are sections inside it ({outputs})."""
+    deep = {page: r["tabs"] for page, r in readings.items() if r["tabs"]["depth"] > 1}
+    assert not deep, deep
+    assert sum(r["tabs"]["sets"] for r in readings.values()) > 10, "no tabs measured: the test would prove nothing"
+
+
+def test_reader_pages_have_no_latin_words_outside_the_allow_list(readings):
+    """Reader text (article, tooltips, table of contents, footer) is Chinese: Latin words only in code, as names
+    of things ([latin] of docs/terms.toml) or as the English of a term."""
+    found = {page: sorted({(w, ctx) for w, _, ctx in r["latin"]})[:10] for page, r in readings.items() if r["latin"]}
+    assert not found, found
+
+
+def test_tables_show_every_column_at_1280(readings):
+    hidden = {page: r["columns_1280"]["hidden"] for page, r in readings.items() if r["columns_1280"]["hidden"]}
+    assert not hidden, hidden
+    assert sum(r["columns_1280"]["tables"] for r in readings.values()) > 20
+
+
+@pytest.mark.parametrize("page", sorted(HEIGHT_BUDGET_390))
+def test_chapters_fit_their_height_on_a_phone(readings, page):
+    assert readings[page]["height_390"] <= HEIGHT_BUDGET_390[page], readings[page]["height_390"]
+
+
+def test_search_finds_each_term_where_it_is_introduced(browser, server):
+    """Every term of docs/terms.toml (and its extra queries): the first hit is the page that introduces it."""
+    found = reader.search(browser, server)
+    assert len(found) >= 20
+    wrong = [(q["query"], q["want"], q["hits"]) for q in found if not q["ok"]]
+    assert not wrong, wrong
+
+
+TABS_SHOWN_JS = """() => {
+  const s = document.createElement('style');
+  s.textContent = '.sd-tab-content { display: block !important; }';
+  document.head.appendChild(s);
+}"""
+
+LAYOUT_JS = """() => {
+  const lines = (el) => { const cs = getComputedStyle(el); const lh = parseFloat(cs.lineHeight) || 1.5 * parseFloat(cs.fontSize);
+    return (el.getBoundingClientRect().height - parseFloat(cs.paddingTop) - parseFloat(cs.paddingBottom)) / lh; };
+  const shown = (el) => el.getClientRects().length > 0;
+  const out = {captions: [], labels: [], machines: [], questions: [], marks: [], untitled: []};
+  document.querySelectorAll('.book-output-wrapper > .code-block-caption').forEach((c) => {
+    if (shown(c) && lines(c) > 2.2) out.captions.push(c.textContent.trim().slice(0, 50)); });
+  document.querySelectorAll('.book-platform-tabs > label').forEach((l) => {
+    if (!shown(l)) return;
+    if (lines(l) > 1.3) out.labels.push(l.textContent.trim());
+    if (!l.querySelector('[title]')) out.untitled.push('tab ' + l.textContent.trim()); });
+  document.querySelectorAll('table.book-records-table .book-machine').forEach((m) => {
+    if (!shown(m)) return;
+    if (lines(m) > 1.3) out.machines.push(m.textContent.trim());
+    if (!m.title) out.untitled.push('row ' + m.textContent.trim()); });
+  document.querySelectorAll('table.book-verdict-matrix').forEach((t) => {
+    if (!shown(t)) return;
+    t.querySelectorAll('td:first-child').forEach((q) => {
+      if (q.getBoundingClientRect().width < 0.8 * t.getBoundingClientRect().width || lines(q) > 3.2)
+        out.questions.push(`${Math.round(q.getBoundingClientRect().width)}px, ${lines(q).toFixed(1)} lines: ${q.textContent.trim().slice(0, 30)}`); }); });
+  document.querySelectorAll('.book-claim').forEach((c) => {
+    const marks = c.querySelectorAll(':scope > details.book-claim-marks');
+    if (marks.length > 1 || (marks[0] && (marks[0].open || lines(marks[0].querySelector('summary')) > 1.3)))
+      out.marks.push(c.textContent.trim().slice(0, 40)); });
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("page", ["eager.html", "design.html"])
+def test_captions_tabs_rows_matrices_and_claims_are_compact_on_a_phone(probe, server, page):
+    """At 390 px: output captions at most two lines (the rest in 「来历」), machine names in tabs and table
+    rows on one line with the full name in their tooltip, every verdict-matrix question as wide as the matrix in
+    at most three lines, each claim followed by one closed line of marks."""
+    p = probe(width=390)
+    p.goto(server + page)
+    p.page.evaluate(TABS_SHOWN_JS)  # every tab's content shown; the details stay as a reader finds them
+    found = p.page.evaluate(LAYOUT_JS)
+    assert not any(found.values()), found
+    assert p.problems == []
+
+
+def test_the_search_field_leaves_room_for_its_icon(probe, server):
+    p = probe(width=390)
+    p.goto(server + "search.html")
+    gap = p.page.evaluate("""() => { const f = document.querySelector('.bd-search'); const i = f.querySelector('input');
+      const icon = f.querySelector('.fa-magnifying-glass, svg, .icon'); const r = icon.getBoundingClientRect();
+      return i.getBoundingClientRect().left + parseFloat(getComputedStyle(i).paddingLeft) - r.right; }""")
+    assert gap >= 0, f"the icon covers {-gap:.0f} px of the text"
+
+
+def test_the_footer_says_what_the_book_is_not_who_wrote_it(probe, server):
+    p = probe()
+    p.goto(server + "eager.html")
+    footer = p.page.inner_text("footer.bd-footer-content")
+    assert "每个数字都来自一次记录下来的运行" in footer and "构建自提交" in footer
+    assert "Copyright" not in footer and "作者" not in footer and "本书作者" not in footer

@@ -102,8 +102,9 @@ VOL_PAGES = {
 }
 
 
-def vol_conf(inventory: str, url: str = "https://burn.example/book/") -> str:
-    return f'book_volumes = {{"burn": {{"title": "burn 卷", "url": {url!r}, "inventory": {inventory!r}}}}}\n'
+def vol_conf(inventory: str, url: str = "https://burn.example/book/", about: str = "另一本书，专讲 burn") -> str:
+    return (f'book_volumes = {{"burn": {{"title": "burn 卷", "url": {url!r}, "inventory": {inventory!r}, '
+            f'"about": {about!r}}}}}\n')
 
 
 def test_vol_links_when_the_inventory_resolves(tmp_path, burn_inventory):
@@ -128,10 +129,21 @@ def test_vol_degrades_to_text_when_the_inventory_is_missing(tmp_path):
     rc, log = build(tmp_path / "src", tmp_path / "out", ["capture.sphinxext.site.volumes"], vol_conf("missing/burn.inv"), VOL_PAGES)
     assert rc == 0, log  # strict build, offline: not an error
     index = (tmp_path / "out" / "index.html").read_text(encoding="utf-8")
-    assert "burn 卷「这一节」" in index
-    assert "未链接" not in index and "目录不可用" not in index  # no notice in the reader's text...
-    assert "burn.example" not in index
-    assert "3 处引用写成了纯文本" in log  # ...the build log says it
+    assert "burn 卷「这一节」" in index and "burn.example" not in index
+    # the page says once what the volume is and that the references become links when it is published
+    assert index.count("book-vol-note") == 1 and "burn 卷是另一本书，专讲 burn。" in index and "发布以后会自动变成链接" in index
+    assert index.count('title="burn 卷还没有发布，发布以后这里会变成链接"') == 2  # each reference says it too
+    assert (tmp_path / "out" / "sub" / "page.html").read_text(encoding="utf-8").count("book-vol-note") == 1
+    assert "3 处引用写成了纯文本" in log  # the build log says why
+
+
+def test_vol_inventory_defaults_to_the_published_address(tmp_path, burn_inventory):
+    """A volume given only its address (BOOK_BURN_URL) is read from objects.inv there."""
+    from capture.sphinxext.site.volumes import load_volume
+
+    vol = load_volume("burn", {"url": burn_inventory.parent.as_uri() + "/"}, str(tmp_path))
+    assert vol.source == burn_inventory.parent.as_uri() + "/objects.inv"
+    assert load_volume("burn", {"url": "../burn/"}, str(tmp_path)).source == ""  # a relative address: no guess
 
 
 def test_vol_label_missing_from_an_available_inventory_is_an_error(tmp_path, burn_inventory):
@@ -223,3 +235,99 @@ def test_a_number_keeps_its_unit(text, kept):
     from capture.sphinxext.site.zh_text import keep_units
 
     assert keep_units(text) == kept
+
+
+# -- fences ---------------------------------------------------------------------------------
+
+SPILL = """\
+# 动脑筋
+
+::::::{admonition} 动脑筋
+:class: puzzle
+
+题目。
+
+::::{dropdown} 动脑筋答案
+::::{per-platform} gpu
+答案的一部分。
+::::
+答案的其余部分。
+::::
+::::::
+"""
+
+
+def test_an_inner_fence_as_long_as_its_directives_is_found():
+    from capture.sphinxext.site.fences import problems
+
+    found = problems(SPILL)
+    assert [(inner, outer) for inner, outer, _ in found] == [(9, 8)]
+    assert "make the outer fence longer than 4 (e.g. :::::{dropdown})" in found[0][2]
+    assert problems(SPILL.replace("::::{dropdown}", ":::::{dropdown}").replace("::::\n::::::", ":::::\n::::::")) == []
+
+
+def test_fences_inside_code_blocks_are_text():
+    from capture.sphinxext.site.fences import problems
+
+    text = "````md\n::::{dropdown} x\n::::{per-platform} gpu\n::::\n::::\n````\n\n```{snippet} a.py#r\n```\n"
+    assert problems(text) == []
+
+
+def test_a_directive_closed_by_an_inner_fence_fails_the_strict_build(tmp_path):
+    rc, log = build(tmp_path / "src", tmp_path / "out", ["sphinx_design", "capture.sphinxext.site.fences"],
+                    'myst_enable_extensions = ["colon_fence"]\n', {"index.md": SPILL.replace("::::{per-platform} gpu", "::::{note}")})
+    assert rc != 0
+    assert "index.md:9" in log and "{note} opens with :::: inside {dropdown} (line 8" in log
+
+
+def test_the_books_pages_have_no_spilling_fence():
+    from capture.sphinxext.site.fences import problems
+    from site_helpers import DOCS
+
+    found = {str(p.relative_to(DOCS)): problems(p.read_text(encoding="utf-8"))
+             for p in DOCS.rglob("*.md") if "node_modules" not in p.parts and "_build" not in p.parts}
+    assert not {k: v for k, v in found.items() if v}
+
+
+# -- glossary: the terms file ---------------------------------------------------------------------------
+
+TERMS = """\
+[[term]]
+zh = "延迟执行"
+en = "deferred execution"
+at = "p-lazy"
+says = "调用时只记下来。"
+avoid = ["惰性执行", "re:懒(?:执行|加载)"]
+
+[[term]]
+zh = "算子"
+en = "op"
+at = "p-nowhere"
+says = "一次操作。"
+"""
+
+
+def test_the_terms_file_makes_the_glossary_and_warns_about_avoided_words(tmp_path):
+    conf = 'book_terms = "terms.toml"\nbook_scope_pages = ["index"]\n'
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "terms.toml").write_text(TERMS, encoding="utf-8")
+    pages = {"index.md": "# 首页\n\n(p-lazy)=\n## 延迟执行\n\n这叫惰性执行，也叫懒加载；代码里的 `惰性执行` 不算。\n\n"
+                         "```{toctree}\nglossary\n```\n",
+             "glossary.md": "# 术语表\n\n```{glossary-table}\n```\n"}
+    rc, log = build(tmp_path / "src", tmp_path / "out", ["capture.sphinxext.site.glossary"], conf, pages)
+    assert rc != 0
+    assert "index.md:6" in log and "«惰性执行» is not a word this book uses" in log and "«懒加载»" in log
+    assert log.count("is not a word this book uses") == 2  # the code span is left out
+    assert "term '算子': at = 'p-nowhere' is not a label" in log
+    table = (tmp_path / "out" / "glossary.html").read_text(encoding="utf-8")
+    assert "<strong>延迟执行</strong>" in table and 'lang="en"' in table and 'href="index.html#p-lazy"' in table
+
+
+def test_a_term_must_appear_where_it_is_introduced(tmp_path):
+    conf = 'book_terms = "terms.toml"\n'
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "terms.toml").write_text(TERMS.split("[[term]]\nzh = \"算子\"")[0].replace('avoid = ["惰性执行", "re:懒(?:执行|加载)"]\n', ""),
+                                                 encoding="utf-8")
+    pages = {"index.md": "# 首页\n\n(p-lazy)=\n## 别的话题\n\n这里不提那个词。\n"}
+    rc, log = build(tmp_path / "src", tmp_path / "out", ["capture.sphinxext.site.glossary"], conf, pages)
+    assert rc != 0 and "term '延迟执行' does not appear on 'index'" in log

@@ -230,8 +230,11 @@ def test_ran_where_page_agrees_with_status(site):
     table = table[: table.index("</table>")]
     rows = re.findall(r"<tr[^>]*>(.*?)</tr>", table, re.S)
     header, body = rows[0], rows[1:]
-    assert [unescape(re.sub(r"<[^>]+>", "", h)).strip().replace("\u00a0", " ")
-            for h in re.findall(r"<th[^>]*>(.*?)</th>", header, re.S)][1:] == [b.label(p) for p in plats]
+    heads = re.findall(r"<th[^>]*>(.*?)</th>", header, re.S)[1:]
+    # each machine by its short name, its full name in the tooltip
+    assert [unescape(re.sub(r"<[^>]+>", "", h)).strip().replace("\u00a0", " ") for h in heads] == [b.short_label(p) for p in plats]
+    assert [unescape(m.group(1)).replace("\u00a0", " ") for h in heads for m in [re.search(r'title="([^"]*)"', h)]] == \
+        [b.label(p) for p in plats]
     keys = [str(FragmentKey(e.id, r)) for e in b.manifest.experiments for r in e.roles]
     assert len(body) == len(keys)
     for key, row in zip(keys, body):
@@ -242,6 +245,8 @@ def test_ran_where_page_agrees_with_status(site):
 
 
 def test_every_output_says_how_to_reproduce_it(site):
+    """Under every output, one click away (「来历」): in Chinese, the steps of capture/identity.py, each
+    command as code, on the machine that must run it."""
     from capture.book import Book
     from capture.keys import FragmentKey
 
@@ -252,21 +257,31 @@ def test_every_output_says_how_to_reproduce_it(site):
         for m in re.finditer(r'class="[^"]*book-output-wrapper book-plat-([a-z0-9_-]+) book-frag-([a-z0-9_-]+?)--(cpu|gpu)[ "]', text):
             plat, key = m.group(1), FragmentKey(m.group(2), m.group(3))
             after = text[m.end() : m.end() + 20000]
-            repro = re.search(r'class="book-reproduce[^"]*"[^>]*>\s*<p[^>]*>重现：<code[^>]*>(.*?)</code>', after, re.S)
+            more = re.search(r'<details class="book-output-more[^"]*">\s*<summary>来历</summary>(.*?)</details>', after, re.S)
+            assert more, f"{page.name}: no 「来历」 after {key} on {plat}"
+            repro = re.search(r"<p[^>]*>重现：(.*?)</p>", more.group(1), re.S)
             assert repro, f"{page.name}: no reproduce line after {key} on {plat}"
-            cmd = re.sub(r"[\s\u00a0]+", " ", unescape(re.sub(r"<[^>]+>", "", repro.group(1)))).strip()
-            want = re.sub(r"\s+", " ", b.identity(plat).regenerate_command([key.exp], [key.role]))
-            assert cmd == want, (page.name, key, plat, cmd)
+            cmds = [re.sub(r"[\s\u00a0]+", " ", unescape(re.sub(r"<[^>]+>", "", c))).strip()
+                    for c in re.findall(r"<code[^>]*>(.*?)</code>", repro.group(1), re.S)]
+            steps = b.identity(plat).regenerate_steps([key.exp], [key.role])
+            assert cmds == [cmd for _, cmd in steps], (page.name, key, plat, cmds)
+            words = unescape(re.sub(r"<code[^>]*>.*?</code>", "", repro.group(1), flags=re.S))
+            assert b.label(plat) in words.replace("\u00a0", " ") and not re.search(r"\b(?:on|then|with)\b", words), words
             checked += 1
     assert checked > 10
 
 
-def test_unavailable_volumes_leave_no_notice_in_the_reader_text(site):
+def test_an_unpublished_volume_is_explained_once_per_page(site):
+    """While a volume's inventory is absent, its references are plain text with a tooltip, and each page that
+    refers to it says once what the volume is and that the references become links when it is published."""
     refs = 0
     for page in html_pages(site):
         text = page.read_text(encoding="utf-8")
         refs += text.count("vol-ref")
-        assert not re.search(r"（[^（）]*卷的目录不可用，未链接）|vol-note", text), page.name
+        for vol in ("burn", "candle"):
+            unlinked = len(re.findall(rf'class="vol-ref vol-unlinked"[^>]*>{vol} 卷', text))
+            notes = len(re.findall(rf'book-vol-note[^>]*>\s*<p[^>]*>{vol} 卷是', text))
+            assert notes == (1 if unlinked else 0), (page.name, vol, unlinked, notes)
     assert refs > 0, "no {vol} reference on the site: the test would prove nothing"
 
 
@@ -376,3 +391,98 @@ def test_jieba_preload_gives_the_tokenizer_jiebas_own_dictionary(tmp_path):
         assert list(tmp_path.glob("prefix-*.pickle"))
     text = "调用一个张量运算之后，结果什么时候真正算出来？延迟执行和同步"
     assert list(tok.cut_for_search(text)) == list(own.cut_for_search(text))
+
+
+# -- reader pages (issue 22) ------------------------------------------------------------------------------
+
+READER_PAGES = ("index.html", "eager.html", "design.html", "appendix/ran-where.html", "appendix/glossary.html", "404.html")
+
+
+def test_a_puzzle_keeps_its_whole_answer_in_its_dropdown(site):
+    """Nothing of a 「动脑筋」 box follows its closed answer: the answer cannot show before it is opened
+    (the fence guard, capture/sphinxext/site/fences.py, keeps the source that way)."""
+    puzzles = 0
+    for page in ("eager.html", "design.html"):
+        text = (site / page).read_text(encoding="utf-8")
+        for m in re.finditer(r'<div class="puzzle admonition">(.*?)</details>\s*</div>', text, re.S):
+            puzzles += 1
+            box = m.group(1)
+            assert "<details" in box and " open" not in box[box.index("<details"):box.index(">", box.index("<details"))]
+        # the box ends right after its dropdown: no block of the answer after it
+        for m in re.finditer(r'<div class="puzzle admonition">', text):
+            rest = text[m.end():]
+            depth, i = 1, 0
+            for t in re.finditer(r"<(/?)div\b", rest):
+                depth += -1 if t.group(1) else 1
+                if depth == 0:
+                    i = t.start()
+                    break
+            inner = rest[:i]
+            after = inner[inner.rindex("</details>") + len("</details>"):]
+            assert not re.sub(r"<[^>]+>", "", after).strip(), (page, after[:200])
+    assert puzzles >= 2
+
+
+INTERNAL = ["不在这句话说的范围内", "on a machine with cargo", "id burn-shape", "page 004", "has no GPU", "none on PATH",
+            "crate feature", "本书作者", "Copyright", "依据：median(", "依据：min(", "张量主线", "没人用的结果"]
+
+
+def test_reader_pages_carry_no_internal_notes(site):
+    found = {}
+    for page in READER_PAGES:
+        path = site / page
+        if path.is_file():
+            text = unescape(path.read_text(encoding="utf-8"))
+            hits = [w for w in INTERNAL if w in text]
+            if hits:
+                found[page] = hits
+    assert not found, found
+
+
+def test_the_glossary_lists_every_term_with_the_section_that_introduces_it(site):
+    import tomllib
+
+    terms = tomllib.loads((ROOT / "docs" / "terms.toml").read_text(encoding="utf-8"))["term"]
+    text = (site / "appendix" / "glossary.html").read_text(encoding="utf-8")
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", text[text.index("book-glossary"):], re.S)[1:]
+    assert len(rows) == len(terms)
+    for term, row in zip(terms, rows):
+        assert f"<strong>{term['zh']}</strong>" in row
+        assert 'href="../' in row and f"#{term['at']}" in row, (term["zh"], row[:300])
+
+
+# -- the reader's words (capture/sphinxext/reader.py) and the machines' short names --------------------------
+
+
+def test_machines_have_short_unique_names_from_their_platform_json():
+    from capture.book import Book
+
+    b = Book(ROOT)
+    plats = b.platforms()
+    names = [b.short_label(p) for p in plats]
+    assert len(set(names)) == len(names) and all(len(n) <= 12 for n in names), names
+    assert b.short_label("linux-x86_64-nvidia-h200", "gpu") == "H200 · GPU"
+    assert b.short_label("linux-x86_64-cpu", "cpu") == "2 核 CPU"  # a machine without a GPU has one role
+
+
+def test_reasons_read_as_sentences_with_formatted_values():
+    from capture.sphinxext.reader import detail_words, figure_tip, reason
+
+    why = ("median(candle-matmul@cpu:matmul.first) = 0.01321 s [0.01222–0.01367] < median(burn-matmul@cpu:matmul.first)"
+           " = 0.0123 s [0.01182–0.01395]: cannot tell (the spreads are not apart by more than 2x)")
+    text = reason(why)
+    assert "13.2\u00a0ms" in text and "说不清" in text and "不到两倍" in text
+    assert "median" not in text and "@" not in text  # no expression, no record name
+    assert reason("all(): yes — {round=0}: a@cpu:x = 0.02 s > 0.25 * a@cpu:y = 0.004903 s: yes").startswith("每一轮都成立。第 0 轮：")
+    assert reason("torch-oob@gpu:oob.outcome = 'raised at next op' == 'raised at call': no") == "记录下的是另一种结果"
+    assert detail_words("Linux x86_64 纯 CPU（2 核） has no GPU") == "Linux x86_64 纯 CPU（2 核） 没有 GPU"
+    assert "cargo" in detail_words("needs cargo (it reads the pinned crates' source from cargo's registry); none on PATH here")
+    assert figure_tip("NVIDIA H200 · Linux", "cuda", "median(a@gpu:x) / median(b@gpu:y)").startswith("在 NVIDIA H200 · Linux（设备 cuda）上测得，两个记录之比")
+
+
+def test_bytes_quoted_from_an_output_keep_its_decimal_unit():
+    from capture.fmt import fmt_value
+    from capture.query import Value
+
+    assert fmt_value(Value(9699730.0, "B")) == "9.25\u00a0MiB"
+    assert fmt_value(Value(9699730.0, "B"), style="decimal") == "9.7\u00a0MB"

@@ -12,6 +12,8 @@ Each module is a Sphinx extension of its own (a throwaway test project can load 
 - search    the index without charts, tables of contents and captions; chapters ranked first
 - ranwhere  the generated page "what ran where", from the fragment store
 - buildguard one build at a time per output folder; an interrupted build leaves the next one whole
+- fences    a directive closed early by an inner fence of the same length is a build error
+- glossary  the book's terms (docs/terms.toml): the glossary, the words pages avoid
 
 "Re-read the pages that depend on X when X changes" is done once, in depends.py.
 """
@@ -20,7 +22,8 @@ from __future__ import annotations
 
 from sphinx.application import Sphinx
 
-MODULES = ("buildguard", "anchors", "volumes", "zh_text", "rust_api", "mermaid", "theme", "search", "ranwhere")
+MODULES = ("buildguard", "anchors", "volumes", "zh_text", "rust_api", "mermaid", "theme", "search", "ranwhere", "fences",
+           "glossary")
 
 
 def setup(app: Sphinx):

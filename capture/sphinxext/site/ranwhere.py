@@ -25,6 +25,7 @@ from capture.fmt import fmt_value
 from capture.keys import FragmentKey
 from capture.query import Value
 from capture.sphinxext.common import WAITING_FOR, book, depend, fragment_href, warn
+from capture.sphinxext.reader import detail_words, tip, with_code
 from capture.sphinxext.tables import table_node
 
 KINDS = ("totals", "experiments", "waiting")
@@ -35,7 +36,7 @@ STATE_WORDS = {
     "failed": "失败",
     "torn": "不完整",
     "corrupt": "损坏",
-    "foreign": "另一台机器的",
+    "foreign": "别的机器捕获的",
     "n/a": "不运行",
 }
 MARKS = {"fresh": "✓ ", "n/a": ""}  # every other state is a problem: ⚠
@@ -99,22 +100,24 @@ class RanWhereDirective(SphinxDirective):
             wall = sum(f.meta.get("wall_s") or 0 for f in frags)
             dates = sorted(d for f in frags if (d := (f.meta.get("started") or "")[:10]))
             span = "" if not dates else dates[0] if dates[0] == dates[-1] else f"{dates[0]} 至 {dates[-1]}"
-            name = nodes.reference(b.label(plat), b.label(plat), refuri=fragment_href(self.env, plat, "platform"))
+            name = nodes.reference(b.label(plat), b.short_label(plat), refuri=fragment_href(self.env, plat, "platform"),
+                                   reftitle=b.label(plat))
             body.append([name, *(nodes.Text(str(counts[s])) for s in TOTAL_COLUMNS), nodes.Text(wall_text(wall)), nodes.Text(span)])
         return table_node("每台机器的合计", header, body, ("book-records-table", "book-ran-where", "book-ran-where-totals"))
 
     # -- one row per experiment and role, one column per machine --------------------------------
     def experiments(self, b, plats, keys, entries):
         by = {(e.platform, e.key): e for e in entries}
-        header = ["实验 @ 角色", *(b.label(p) for p in plats)]
+        header = ["实验 @ 设备角色", *(tip(b.short_label(p), b.label(p)) for p in plats)]
         body = []
         for key in keys:
             exp = b.experiment(key)
-            row: list[nodes.Node] = [_lines(nodes.literal(str(key), str(key)), exp.title or None, wrap=True)]
+            title = nodes.inline("", "", *with_code(exp.title)) if exp.title else None
+            row: list[nodes.Node] = [_lines(nodes.literal(str(key), str(key)), title, wrap=True)]
             for plat in plats:
                 row.append(self._cell(b, plat, key, by.get((plat, str(key)))))
             body.append(row)
-        return table_node("每个实验、每个角色", header, body, ("book-records-table", "book-ran-where", "book-ran-where-experiments"))
+        return table_node("每个实验、每个设备角色", header, body, ("book-records-table", "book-ran-where", "book-ran-where-experiments"))
 
     def _cell(self, b, plat, key, entry):
         if entry is None:
@@ -123,31 +126,32 @@ class RanWhereDirective(SphinxDirective):
         frag = b.fragment(plat, key)
         if entry.state == "n/a" or frag is None or getattr(frag, "corrupt", None):
             return _lines(nodes.inline(word, word, classes=[f"book-state-{entry.state.replace('/', '')}"]),
-                          entry.detail if entry.state == "n/a" else None)
+                          detail_words(entry.detail) if entry.state == "n/a" else None, wrap=True)
         meta = frag.meta
         links = nodes.inline()
         links += nodes.reference("原始输出", "原始输出", refuri=fragment_href(self.env, plat, key, "txt"))
         links += nodes.Text(" · ")
         links += nodes.reference("元数据", "元数据", refuri=fragment_href(self.env, plat, key, "json"))
         when = " · ".join(x for x in ((meta.get("started") or "")[:10], wall_text(meta.get("wall_s"))) if x)
-        return _lines(nodes.inline(word, word, classes=[f"book-state-{entry.state}"]), when, versions_text(meta), links)
+        return _lines(nodes.inline(word, word, classes=[f"book-state-{entry.state}"]), when, versions_text(meta), links,
+                      wrap=True)
 
     # -- what no machine has yet -------------------------------------------------------------------
     def waiting(self, b, plats, keys, entries):
         by = {(e.platform, e.key): e.state for e in entries}
-        header = ["实验 @ 角色", "在等哪台机器", "在那台机器上运行"]
+        header = ["实验 @ 设备角色", "在等哪台机器", "在那台机器上运行"]
         body = []
         for key in keys:
             states = {p: by.get((p, str(key))) for p in plats}
             lacking = [p for p in plats if states[p] in ("missing", "failed", "torn", "corrupt", "foreign")]
             if not lacking and any(s in ("fresh", "stale") for s in states.values()):
                 continue
-            who = "、".join(b.label(p) for p in lacking) if lacking else \
+            who = "、".join(b.short_label(p) for p in lacking) if lacking else \
                 f"{WAITING_FOR.get(b.awaiting(key), b.awaiting(key))}（已捕获的机器都不运行它）"
             cmd = f"nox -s regenerate -- --only {key.exp} --device {key.role}"
             body.append([nodes.literal(str(key), str(key)), nodes.Text(who), nodes.literal(cmd, cmd)])
         if not body:
-            return nodes.paragraph(text="没有在等的：每个实验的每个角色，在每台能运行它的机器上都捕获过了。")
+            return nodes.paragraph(text="没有在等的：每个实验的每个设备角色，在每台能运行它的机器上都捕获过了。")
         return table_node("还在等机器的", header, body, ("book-records-table", "book-ran-where", "book-ran-where-waiting"))
 
 

@@ -4,8 +4,10 @@
   lists), charts, the provenance captions under outputs and anything marked `book-no-search`.
   Sphinx indexes the written doctree; here it gets a copy without those nodes.
 - Left out entirely: the Rust source pages that sphinx-rust generates (api/**/code/*, untitled).
-- Ranked: chapters first, then the front page, the developer notes, the appendix, and the
-  generated API pages last (html_search_scorer: static/book-scorer.js).
+- Ranked: a query that is one of the book's terms (docs/terms.toml) finds the page that introduces it
+  first, linked to that section; otherwise chapters first, then the front page, the developer notes, the
+  appendix, and the generated API pages last (html_search_scorer: static/book-scorer.js, with the terms).
+- Split: a run of Chinese the index does not know whole is cut into the longest words it knows.
 - The summaries under each result skip charts and tables of contents (static/book-site.js).
 - jieba's dictionary loads three times faster, with the same words (zhsearch.py).
 """
@@ -25,7 +27,7 @@ from sphinxcontrib.mermaid import mermaid
 
 HERE = Path(__file__).resolve().parent
 SCORER = HERE / "static" / "book-scorer.js"
-UNSEARCHED_CLASSES = {"toctree-wrapper", "book-no-search", "book-datachart", "book-chart-caption"}
+UNSEARCHED_CLASSES = {"toctree-wrapper", "book-no-search", "book-datachart", "book-chart-caption", "book-ran-where"}
 UNSEARCHED_PAGES = ["api/crates/*/code/*"]  # sphinx-rust's source listings: code, no prose, no title
 
 
@@ -59,9 +61,39 @@ def on_doctree_read(app: Sphinx, doctree: nodes.document) -> None:
         app.env.metadata[app.env.docname]["nosearch"] = True
 
 
+def terms_map(app: Sphinx) -> dict[str, list[str]]:
+    """Each term (Chinese; English words in lower case) -> [page, label] of the section introducing it,
+    the page looked up in the public anchors (docs/anchors.txt lists every label)."""
+    from capture.sphinxext.site.glossary import book_terms
+
+    anchors = Path(app.confdir) / app.config.book_anchors_file if getattr(app.config, "book_anchors_file", "") else None
+    pages = {}
+    if anchors is not None and anchors.is_file():
+        for line in anchors.read_text(encoding="utf-8").splitlines():
+            if "#" in line and not line.lstrip().startswith("#"):
+                page, label = line.strip().split("#", 1)
+                pages[label] = page
+    out: dict[str, list[str]] = {}
+    for term in book_terms(app).terms:
+        if term.at in pages:
+            for key in [term.zh, *(e.strip().lower() for e in term.en.replace("(", ",").replace(")", "").split(","))]:
+                if key:
+                    out.setdefault(key, [pages[term.at], term.at])
+    return out
+
+
 def on_config_inited(app: Sphinx, config: Config) -> None:
-    if not config.html_search_scorer:
-        config.html_search_scorer = str(SCORER)
+    """The scorer: static/book-scorer.js with the terms' pages in front, written next to the doctrees."""
+    if config.html_search_scorer:
+        return
+    import json
+
+    code = f"var BOOK_TERMS = {json.dumps(terms_map(app), ensure_ascii=False, sort_keys=True)};\n" + SCORER.read_text(encoding="utf-8")
+    target = Path(app.doctreedir) / "book-scorer.js"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if not target.is_file() or target.read_text(encoding="utf-8") != code:
+        target.write_text(code, encoding="utf-8")
+    config.html_search_scorer = str(target)
 
 
 def setup(app: Sphinx) -> dict[str, Any]:

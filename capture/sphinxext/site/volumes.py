@@ -12,9 +12,13 @@ then as a page (`std:doc`).
   reference gives its own.
 - Inventory available, label missing: a warning (an error under -W): the other volume
   renamed or dropped that section, or the reference has a typo.
-- Inventory absent or unreachable (e.g. offline): plain text, with no note in the reader's
-  text; one info line per volume in the build log, never a warning, so a strict offline
-  build passes.
+- Inventory absent or unreachable (not published yet, or offline): plain text; the first reference
+  to that volume on a page is followed by one short note that says what the volume is (its `about`)
+  and that its references become links once it is published; one info line per volume in the build
+  log, never a warning, so a strict offline build passes.
+
+A volume's inventory defaults to `objects.inv` under its URL when the URL is absolute (conf.py's
+BOOK_<VOLUME>_URL): a published volume is linked by giving its address alone.
 
 References are resolved when pages are written; when a volume's inventory changes,
 the pages that refer to it are rebuilt (site/depends.py).
@@ -54,7 +58,8 @@ class Volume:
     key: str
     title: str  # how the text names the volume, e.g. "burn 卷"
     url: str  # where its pages are published; relative URLs are relative to this site's root
-    source: str  # where its inventory was looked for
+    about: str = ""  # what the volume is, for the reader (said once per page while it cannot be linked)
+    source: str = ""  # where its inventory was looked for
     items: dict[str, tuple[str, str]] | None = None  # label -> (location, title); None: unavailable
     why: str = ""  # why unavailable
     digest: str = ""  # of the inventory bytes: pages are rebuilt when it changes
@@ -70,11 +75,13 @@ def _read_inventory(source: str, confdir: str) -> bytes:
 
 def load_volume(key: str, spec: dict[str, Any], confdir: str) -> Volume:
     """Read one volume's inventory; never raises (an unusable inventory leaves items None)."""
+    url = spec.get("url") or ""
     vol = Volume(
         key=key,
         title=spec.get("title") or f"{key} 卷",
-        url=spec.get("url") or "",
-        source=spec.get("inventory") or "",
+        url=url,
+        about=spec.get("about") or "",
+        source=spec.get("inventory") or (posixpath.join(url, "objects.inv") if "://" in url else ""),
     )
     if not vol.source:
         vol.why = "没有配置 inventory"
@@ -124,8 +131,31 @@ class ResolveVolumeReferences(SphinxPostTransform):
 
     def run(self, **kwargs: Any) -> None:
         volumes: dict[str, Volume] = getattr(self.app, "book_volumes", {})
+        first: dict[str, nodes.Node] = {}
         for node in list(self.document.findall(vol_reference)):
-            node.replace_self(self.resolve(node, volumes.get(node["volume"])))
+            new = self.resolve(node, volumes.get(node["volume"]))
+            node.replace_self(new)
+            for n in new:
+                if "vol-unlinked" in n.get("classes", []) and node["volume"] not in first:
+                    first[node["volume"]] = n
+        for key, node in first.items():
+            self.note_unlinked(node, volumes[key])
+
+    def note_unlinked(self, node: nodes.Node, vol: Volume) -> None:
+        """Once per page and volume, after the paragraph of its first reference: what the volume is, and that
+        its references become links when it is published."""
+        block = node
+        while block.parent is not None and not isinstance(block, (nodes.paragraph, nodes.title)):
+            block = block.parent
+        parent = block.parent
+        if parent is None:
+            return
+        what = f"{vol.title}是{vol.about}。" if vol.about else f"{vol.title}是另一本书。"
+        note = nodes.container(classes=["book-notice", "book-notice-na", "book-vol-note"])
+        gap = " " if vol.title[:1].isascii() else ""  # 提到 burn 卷: a space between Chinese and Latin
+        note += nodes.paragraph("", f"{what}它的网页还没有发布（或者这次构建读不到它的目录），本页提到{gap}{vol.title}的地方暂时是"
+                                    "纯文字，发布以后会自动变成链接。")
+        parent.insert(parent.index(block) + 1, note)
 
     def resolve(self, node: vol_reference, vol: Volume | None) -> list[nodes.Node]:
         label = node["label"]
@@ -151,8 +181,10 @@ class ResolveVolumeReferences(SphinxPostTransform):
             )
         else:
             vol.unlinked += 1
-        # The reader sees the reference as plain text; why it is not a link is the build log's business.
-        return [nodes.inline(text, text, classes=["vol-ref", "vol-unlinked"])]
+        # Plain text, with a tooltip; the first one on the page is followed by a note (note_unlinked).
+        from capture.sphinxext.reader import tip
+
+        return [tip(text, f"{vol.title}还没有发布，发布以后这里会变成链接", ["vol-ref", "vol-unlinked"])]
 
 
 def on_builder_inited(app: Sphinx) -> None:
@@ -180,6 +212,9 @@ def on_build_finished(app: Sphinx, exception) -> None:
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
+    from capture.sphinxext.reader import setup_nodes
+
+    setup_nodes(app)  # the tooltip of an unlinked reference
     app.add_config_value("book_volumes", {}, "env", types=[dict])
     app.add_role("vol", VolumeRole())
     app.add_post_transform(ResolveVolumeReferences)

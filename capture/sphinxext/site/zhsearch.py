@@ -7,6 +7,9 @@ jieba's own gen_pfdict from jieba's own dict.txt, keeps it in the user's cache
 (~/.cache/eager-book/jieba/, keyed by jieba's version and the dictionary file), and hands it to the
 tokenizer exactly as jieba's initialize() would; the user dictionary and every split are then jieba's.
 
+The words kept whole are the book's terms (docs/terms.toml, `html_search_options["dict"]`): each is added to
+jieba, so 矩阵乘 is one search term (jieba alone splits it into 矩阵 and 乘).
+
 search.py registers the class by name, so a build that writes nothing never imports jieba (0.3 s).
 """
 
@@ -52,7 +55,21 @@ def preload(tokenizer: jieba.Tokenizer, folder: Path | None = None) -> None:
         tokenizer.FREQ, tokenizer.total, tokenizer.initialized = freq, total, True
 
 
+def book_words(path: Path) -> list[str]:
+    """The words the tokenizer keeps whole: every term of docs/terms.toml and its [words] list."""
+    from capture.sphinxext.site.glossary import load
+
+    t = load(path)
+    return [*(term.zh for term in t.terms), *t.words]
+
+
 class BookChinese(SearchChinese):
     def init(self, options) -> None:
         preload(jieba.dt)
-        super().init(options)
+        path = options.get("dict") or ""
+        if not path.endswith(".toml"):
+            super().init(options)  # a jieba user dictionary, as Sphinx reads it
+            return
+        for word in book_words(Path(path)):  # the book's terms file (capture/sphinxext/site/glossary.py)
+            jieba.add_word(word)
+        super().init({})

@@ -15,7 +15,7 @@
     table: "⇆ 表格比屏幕宽，可以左右滑动（第一列不动）",
     chart: "⇆ 图比屏幕宽，可以左右滑动，或者点「全屏查看」",
     drawing: "⇆ 图比屏幕宽，可以左右滑动",
-    code: "⇆ 这一块比屏幕宽，可以左右滑动",
+    code: "⇆ 可以左右滑动",
   };
   let serial = 0;
 
@@ -31,10 +31,11 @@
     let hint = id && document.getElementById(id);
     if (hint) return hint;
     hint = document.createElement("p");
-    hint.className = "book-overflow-hint";
+    hint.className = "book-overflow-hint book-overflow-hint-" + kind(el);
     hint.id = "book-overflow-hint-" + ++serial;
     hint.textContent = HINTS[kind(el)];
-    // Above the block, outside a code block's frame (where the copy button sits).
+    // Above the block, outside a code block's frame (where the copy button sits); a code block's hint sits
+    // in the frame's bottom margin instead, on a phone (book-site.css), so it costs no line of its own.
     const anchor = el.parentElement && el.parentElement.classList.contains("highlight") ? el.parentElement : el;
     anchor.parentElement.insertBefore(hint, anchor);
     el.setAttribute("aria-describedby", hint.id);
@@ -104,8 +105,17 @@
     Search.htmlToText = (htmlString, anchor) => {
       const doc = new DOMParser().parseFromString(htmlString, "text/html");
       doc.querySelectorAll(drop).forEach((el) => el.remove());
+      // a label can be an empty marker before its heading (<span id=…></span>): summarise its section
+      const marker = anchor && doc.querySelector(`[role="main"] ${anchor}`);
+      if (marker && !marker.textContent.trim()) {
+        const section = marker.closest("section");
+        anchor = section && section.id ? "#" + section.id : "";
+      }
       return original(doc.documentElement.outerHTML, anchor);
     };
+    // a page without text to summarise gets no summary (Sphinx 7.4 would append null and throw)
+    const summary = Search.makeSearchSummary;
+    Search.makeSearchSummary = (...args) => summary(...args) || document.createTextNode("");
     Search._bookClean = true;
   }
 
