@@ -18,7 +18,6 @@ import sys
 from pathlib import Path
 
 import nox
-from nox.command import CommandFailed
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
@@ -33,12 +32,11 @@ PYTHON = pythons.choose(ROOT)
 SPHINX = ["sphinx-build", "-W", "-n", "--keep-going", "-b", "html", "-c", ".", "docs", "docs/_build/html"]
 
 
-def install(session, extras=(), groups=(), optional=()):
+def install(session, extras=(), groups=()):
     """Install exactly what uv.lock pins into this session's venv; fail if pyproject.toml and uv.lock disagree.
 
     Bytecode is compiled once at install: with PYTHONDONTWRITEBYTECODE set, every import of torch or
-    Sphinx would otherwise compile from source again (seconds per run). `optional` groups are installed
-    when they can be (the `workflows` group needs github.com at build time); without them, the rest.
+    Sphinx would otherwise compile from source again (seconds per run).
     """
     if PYTHON.error:
         session.error(PYTHON.error)
@@ -47,13 +45,6 @@ def install(session, extras=(), groups=(), optional=()):
     args = ["uv", "sync", "--locked", "--no-install-project", "--compile-bytecode"]
     args += [f"--extra={e}" for e in extras] + [f"--group={g}" for g in groups]
     env = {"UV_PROJECT_ENVIRONMENT": session.virtualenv.location, **PYTHON.env}
-    if optional:
-        try:
-            session.run_install(*args, *[f"--group={g}" for g in optional], env=env, silent=True)
-            return
-        except CommandFailed:
-            session.warn(f"could not install the group(s) {', '.join(optional)} (see the output above); "
-                         "going on without them: the tests that need them are skipped, or fail under CI=true")
     session.run_install(*args, env=env, silent=True)
 
 
@@ -83,7 +74,7 @@ def status(session):
 def tests(session):
     """Machinery tests, browser tests, re-run this machine's experiments against the fragments, strict build."""
     session.notify("lint")  # runs after this session, reusing the release build it made
-    install(session, ["run", "docs"], ["test"], optional=["workflows"])
+    install(session, ["run", "docs"], ["test"])
     session.run("python", "-m", "pytest", *(session.posargs or ["-q"]))
     session.run("python", "-m", "capture", "check")
     session.run(*SPHINX[:-1], os.path.join(session.create_tmp(), "html"))

