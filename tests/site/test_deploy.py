@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 from urllib.request import urlopen
