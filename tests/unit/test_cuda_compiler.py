@@ -9,7 +9,8 @@ import pytest
 
 from capture import build, cudacompiler
 from capture.paths import Layout
-from capture.sphinxext.common import compiler_words, provenance
+from capture.sphinxext import output
+from capture.sphinxext.common import compiler_words
 
 REPO = Path(__file__).resolve().parents[2]
 CUDA = ["design-bench/cuda", "design-burn/cuda", "design-burn/vulkan", "exec-gpu/cuda", "exec-gpu/vulkan"]
@@ -65,19 +66,30 @@ def test_the_caption_says_which_compiler_made_burns_cuda_kernels(m, words):
     assert compiler_words(m) == words
 
 
-def test_provenance_line_carries_the_compiler():
+def test_the_outputs_details_name_the_features_the_build_turned_on(monkeypatch):
+    class Ident:
+        display_name, os_pretty = "NVIDIA H200", "Ubuntu 24.04"
+
+        def regenerate_steps(self, exps, roles):
+            return [("here", "nox -s regenerate")]
+
     class FakeBook:
-        def label(self, platform, role):
-            return "NVIDIA H200 · Linux · GPU"
+        def identity(self, platform):
+            return Ident()
 
-    class Frag:
-        platform, meta = "linux-x86_64-nvidia-h200", meta()
+        def experiment(self, key):
+            return type("Exp", (), {"crate": "exec-gpu"})()
 
-    class Exp:
-        crate = "exec-gpu"
+    class Key:
+        exp, role = "chain8", "gpu"
 
-    line = provenance(FakeBook(), Frag(), Exp())
-    assert "crate feature cuda,vulkan · CubeCL 内核编译：LLVM → PTX · 2026-12-02" in line
+    class State:
+        fragment = type("Frag", (), {"meta": meta()})()
+        key, platform, state, changed = Key(), "linux-x86_64-nvidia-h200", "fresh", []
+
+    monkeypatch.setattr(output, "fragment_href", lambda *a: "x.txt")
+    text = output.more(FakeBook(), State(), None).astext()
+    assert "编译时打开的特性：cuda、vulkan" in text and "burn 0.22.1" in text and "2026-12-02" in text
 
 
 def test_cargos_resolved_features_are_read_not_the_ones_we_passed(monkeypatch):

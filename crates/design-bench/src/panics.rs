@@ -116,7 +116,10 @@ pub fn run_panics(dev: &Dev) -> Result<()> {
         Box::new(|| {
             // ANCHOR: metal_ordinal
             // 第二块 Metal GPU（这台机器上可能没有）
-            Ok(format!("{:?}", candle_core::Device::new_metal(1)?.location()))
+            Ok(format!(
+                "{:?}",
+                candle_core::Device::new_metal(1)?.location()
+            ))
             // ANCHOR_END: metal_ordinal
         }),
     ));
