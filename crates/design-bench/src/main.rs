@@ -5,18 +5,24 @@
 //!   模式：matmul [n=1024] | mlp | phases | chains [n=4096] [rounds=7] | smallop [iters=1000000]
 //!         | errors | views [iters=1000000] | deadlock | varset | silent | errcost [iters=100000] | panics
 //!         | firstuse（启动自己两次：firstuse-process <设备> <1|2>）
+//!         | context | softmax [heads=8] [n=512] | encode [ops=1000] | decode <fused|unfused> [layers=30] [ctx=256]
+//!         | metal_twice（只在有 Metal 的构建里）| dummy_metal（只在没有 Metal 的构建里）
 //! 和 design-burn 逐模式对应：同一个负载，同样的结构和名字（共有模式的报告在 bookrec::modes）。
 
 mod chains;
-
+mod context;
+mod decode;
 mod device;
+mod encode;
 mod errors;
 mod firstuse;
 mod matmul;
+mod metal;
 mod mlp;
 mod panics;
 mod silent;
 mod smallop;
+mod softmax;
 mod storage;
 
 use bookrec::cli::Program;
@@ -24,7 +30,7 @@ use device::Dev;
 
 pub static PROGRAM: Program = Program::new(
     "design-bench",
-    "usage: design-bench <matmul|mlp|phases|chains|smallop|errors|views|deadlock|varset|silent|errcost|panics|firstuse> <cpu|cuda|metal> [args...]",
+    "usage: design-bench <matmul|mlp|phases|chains|smallop|errors|views|deadlock|varset|silent|errcost|panics|firstuse|context|softmax|encode|decode|metal_twice|dummy_metal> <cpu|cuda|metal> [args...]",
 );
 
 fn main() {
@@ -52,6 +58,17 @@ fn main() {
         "silent" => silent::run(&dev),
         "errcost" => panics::run_errcost(&dev, num(0, 100_000)),
         "panics" => panics::run_panics(&dev),
+        "context" => context::run(&dev),
+        "softmax" => softmax::run(&dev, num(0, 8), num(1, 512)),
+        "encode" => encode::run(&dev, num(0, 1000)),
+        "decode" => decode::run(
+            &dev,
+            args.rest().first().map_or("fused", |s| s.as_str()),
+            num(1, 30),
+            num(2, 256),
+        ),
+        "metal_twice" => metal::run_twice(&dev),
+        "dummy_metal" => metal::run_dummy(&dev),
         "firstuse-process" => {
             firstuse::run_process(&dev, args.rest().first().map_or("1", |s| s.as_str()))
         }
