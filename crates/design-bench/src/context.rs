@@ -28,13 +28,17 @@ fn layers(e: &Error) -> String {
                 }
                 inner
             }
-            other => {
-                let debug = format!("{other:?}");
-                let name: String = debug
-                    .chars()
-                    .take_while(|c| c.is_alphanumeric() || *c == '_')
-                    .collect();
-                out.push(name);
+            leaf => {
+                // candle's Debug of an Error prints its message, so the leaf variants are named here
+                out.push(
+                    match leaf {
+                        Error::Msg(_) => "Msg",
+                        Error::UnwrapNone => "UnwrapNone",
+                        Error::ShapeMismatchBinaryOp { .. } => "ShapeMismatchBinaryOp",
+                        _ => "(another variant)",
+                    }
+                    .to_string(),
+                );
                 None
             }
         };
