@@ -27,6 +27,7 @@ from capture import fingerprint as fpmod
 from capture import identity as identitymod
 from capture import inputs as inputsmod
 from capture import manifest as manifestmod
+from capture.roles import GPU_VARIANTS
 from capture.keys import FragmentKey, KeyError_, check_platform_key
 from capture.paths import Layout
 from capture.query import Evaluator, MissingData, QueryError, check_syntax, parse_refs
@@ -126,6 +127,13 @@ class Book:
         ident = self.identity(platform)
         return 0 if ident.gpu_vendor == "apple" else 1 if ident.has_gpu else 2
 
+    def expect(self, platform: str) -> identitymod.Identity:
+        """A machine to look at from here (status --platform): its stored identity once it has captured,
+        before that the one its key implies (identity.planned), so its experiments read as waiting for it."""
+        if platform not in self.store.platforms() and platform != self.local:
+            self._ids[platform] = identitymod.planned(platform)
+        return self.identity(platform)
+
     def identity(self, platform: str) -> identitymod.Identity:
         """The platform's stored identity; this machine's own until it has one; else rebuilt from metadata."""
         if platform not in self._ids:
@@ -188,6 +196,9 @@ class Book:
             return False, f"{ident.display_name} has no GPU"
         if exp.platforms and ident.os and ident.os not in exp.platforms:
             return False, f"runs only on {', '.join(exp.platforms)}"
+        if key.role == "gpu" and exp.gpu_device and ident.gpu_vendor and \
+                exp.gpu_device not in GPU_VARIANTS.get(ident.gpu_vendor, {}).get(exp.framework, ()):
+            return False, f"{exp.framework} is not built for {exp.gpu_device} on {ident.display_name}"
         reason = self.store.skip_reason(platform, str(key))
         if reason:
             return False, reason

@@ -91,12 +91,20 @@ def cmd_status(args, layout: Layout) -> int:
     from capture.claims import failing_claims
     from capture.identity import of_machine
     from capture.platform import machine_record
+    from capture.keys import KeyError_
     from capture.status import as_json, collect, host_note, problems, render
 
     manifest, store = _common(layout)
     here = _platform()
     book = Book(layout.root, _book_order(layout), of_machine(here, machine_record(here)))
     platforms = book.platforms() + ([here.key] if here.key not in book.platforms() else [])
+    if args.platform:  # one machine, perhaps one that has never captured: what it will run, and how
+        try:
+            book.expect(args.platform)
+        except KeyError_ as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        platforms = [args.platform]
     note = host_note(book, here.key)
     try:
         entries = collect(book, platforms)
@@ -220,6 +228,9 @@ def main(argv: list[str] | None = None) -> int:
 
     s = sub.add_parser("status", help="fresh / stale / missing / failed per platform, experiment and role")
     s.add_argument("--json", action="store_true")
+    s.add_argument("--platform", metavar="KEY",
+                   help="only that machine, even one that has not captured yet (e.g. macos-arm64-apple-m2-max): "
+                        "what it will capture and the command to run there")
     s.add_argument("--check", action="store_true",
                    help="exit 1 on this machine's stale/missing fragments, failed, torn or corrupt ones, and failing claims")
     s.set_defaults(fn=cmd_status)

@@ -238,3 +238,22 @@ def bundle_recipe(features: list[str]) -> dict:
     burn = set().union(*by_crate.values())
     env = {"BOOK_BURN_GPU": "vulkan"} if "vulkan" in burn and "cuda" not in burn else {}
     return {"env": env, "args": ["--candle-cuda"] if "cuda" in candle else []}
+
+
+def planned(key: str) -> Identity:
+    """A machine nobody has captured on yet, as far as its key tells (status --platform): its system, its
+    GPU maker and so the devices each role maps to. What only the machine itself can say (cores, driver,
+    fingerprint) stays empty until its first regenerate writes platform.json."""
+    from capture.roles import CPU_DEVICE, GPU_DEVICE
+
+    key = check_platform_key(key, "--platform")
+    os_name, arch, rest = (key.split("-", 2) + ["", ""])[:3]
+    gpu = "apple" if os_name == "macos" and arch == "arm64" else "nvidia" if rest.startswith("nvidia-") else None
+    words = rest.split("-")
+    gpu_name = (" ".join(w.capitalize() if w.isalpha() else w.upper() for w in words) if gpu == "apple" else
+                "NVIDIA " + " ".join(w.upper() for w in words[1:]) if gpu == "nvidia" else None)
+    roles = {"cpu": dict(CPU_DEVICE)}
+    if gpu:
+        roles["gpu"] = dict(GPU_DEVICE[gpu])
+    return Identity(key=key, display_name=display_name(os_name, arch, gpu_name), os=os_name, arch=arch,
+                    gpu=gpu_name, gpu_vendor=gpu, roles=roles)

@@ -50,7 +50,10 @@ def collect(book: Book, platforms: list[str]) -> list[Entry]:
                 elif st.state == "fresh":
                     out.append(Entry(plat, str(key), "fresh", st.fragment.meta.get("started", ""), local=st.local))
                 else:
-                    out.append(Entry(plat, str(key), st.state, st.detail, st.fix, st.local))
+                    detail = st.detail
+                    if st.state == "missing" and exp.platforms:  # e.g. the Mac-only experiments
+                        detail += f" (only {', '.join(exp.platforms)} machines run it)"
+                    out.append(Entry(plat, str(key), st.state, detail, st.fix, st.local))
     return out
 
 

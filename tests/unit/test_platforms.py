@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -302,3 +303,42 @@ def test_claims_on_the_real_pages_hold_where_expected():
     v = judge(book, "torch-oob@gpu:oob.sticky", ("mps",))[0]
     assert v.holds is True and v.expected is False and v.severity == OK  # true on CUDA, but not what it claims
     assert WARN == "warn"
+
+
+# -- a machine that has not captured yet (status --platform) ------------------------------------
+def test_a_planned_mac_reads_its_roles_from_its_key():
+    mac = identity.planned("macos-arm64-apple-m2-max")
+    assert (mac.os, mac.gpu_vendor, mac.gpu, mac.display_name) == ("macos", "apple", "Apple M2 Max", "Apple M2 Max · macOS")
+    assert mac.roles["gpu"] == {"torch": "mps", "burn": "metal", "candle": "metal", "none": "gpu"}
+    box = identity.planned("linux-x86_64-nvidia-rtx-4090")
+    assert box.gpu == "NVIDIA RTX 4090" and box.roles["gpu"]["burn"] == "cuda"
+    assert "gpu" not in identity.planned("linux-aarch64-cpu").roles
+    with pytest.raises(KeyError_):
+        identity.planned("Mac")
+
+
+def test_status_for_the_mac_lists_its_own_experiments_as_waiting_for_it():
+    book = Book(REPO)
+    mac = "macos-arm64-apple-m2-max"
+    book.expect(mac)
+    only_mac = [e for e in book.manifest.experiments if e.platforms == ("macos",)]
+    assert only_mac  # the drafts' Metal-only points
+    for exp in only_mac:
+        for role in exp.roles:
+            st = book.state(mac, FragmentKey(exp.id, role))
+            assert st.state == "missing" and st.fix == f"nox -s regenerate -- --only {exp.id} --device {role}"
+    linux_only = next(e for e in book.manifest.experiments if e.platforms == ("linux",))
+    assert book.state(mac, FragmentKey(linux_only.id, linux_only.roles[0])).state == "not-applicable"
+    vulkan = next(e for e in book.manifest.experiments if e.gpu_device == "vulkan")
+    st = book.state(mac, FragmentKey(vulkan.id, "gpu"))
+    assert st.state == "not-applicable" and "not built for vulkan" in st.detail
+    # the command itself, as the author types it
+    r = subprocess.run([sys.executable, "-m", "capture", "status", "--platform", mac], cwd=REPO, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith(f"{mac} (Apple M2 Max · macOS):") and not any(ln.startswith("linux-") for ln in lines)
+    for exp in only_mac:
+        assert any(exp.id in ln and "only macos machines run it" in ln for ln in lines)
+    assert any(ln.strip().startswith("to regenerate: nox -s regenerate -- --only ") for ln in lines)
+    bad = subprocess.run([sys.executable, "-m", "capture", "status", "--platform", "Mac"], cwd=REPO, capture_output=True, text=True)
+    assert bad.returncode == 2 and "not a valid platform key" in bad.stderr and "Traceback" not in bad.stderr
