@@ -14,6 +14,7 @@ Each module is a Sphinx extension of its own (a throwaway test project can load 
 - buildguard one build at a time per output folder; an interrupted build leaves the next one whole
 - fences    a directive closed early by an inner fence of the same length is a build error
 - glossary  the book's terms (docs/terms.toml): the glossary, the words pages avoid
+- evidence  on a phone, a list item's code, outputs and claims folded behind one line
 
 "Re-read the pages that depend on X when X changes" is done once, in depends.py.
 """
@@ -23,7 +24,7 @@ from __future__ import annotations
 from sphinx.application import Sphinx
 
 MODULES = ("buildguard", "anchors", "volumes", "zh_text", "rust_api", "mermaid", "theme", "search", "ranwhere", "fences",
-           "glossary")
+           "glossary", "evidence")
 
 
 def setup(app: Sphinx):

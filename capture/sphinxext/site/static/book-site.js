@@ -2,7 +2,9 @@
 // - a block wider than its column (code, a table, a chart) says so, in a line above it, and can be
 //   scrolled with the keyboard; a table keeps its first column in view (book-site.css);
 // - a chart opens full-size in a dialog (its own width, scrollable, pinch-zoomable);
-// - search summaries are taken from the text, not from charts or tables of contents.
+// - search summaries are taken from the text, not from charts or tables of contents;
+// - a list item's evidence, folded on a phone (evidence.py), is open on a wider screen in a browser whose
+//   CSS cannot show a closed <details> (no ::details-content); elsewhere book-site.css alone does it.
 (function () {
   "use strict";
 
@@ -119,8 +121,20 @@
     Search._bookClean = true;
   }
 
+  // -- a list item's evidence: unfolded wider than a phone, where CSS cannot do it -------------
+  function unfoldEvidenceWithoutCss() {
+    if (!window.CSS || !CSS.supports || CSS.supports("selector(::details-content)")) return;
+    const wide = window.matchMedia("(min-width: 641px)");
+    const apply = () => {
+      if (wide.matches) document.querySelectorAll("details.book-evidence").forEach((d) => { d.open = true; });
+    };
+    apply();
+    if (wide.addEventListener) wide.addEventListener("change", apply);
+  }
+
   function start() {
     watchOverflow();
+    unfoldEvidenceWithoutCss();
     document.addEventListener("click", (ev) => {
       const button = ev.target.closest && ev.target.closest(".book-chart-open");
       if (button) openChart(button);
