@@ -71,7 +71,9 @@ def fold_item(item: nodes.list_item) -> bool:
     folded = children[start:]
     for child in folded:
         item.remove(child)
-    item += disclosure(label(folded), folded, classes=("book-evidence",))
+    box = disclosure(label(folded), folded, classes=("book-evidence",))
+    box[0]["classes"].append("book-no-search")  # the label is not the page's text (search.py)
+    item += box
     return True
 
 
