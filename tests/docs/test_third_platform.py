@@ -38,8 +38,8 @@ REPO = Path(__file__).resolve().parents[2]
 H200 = "linux-x86_64-nvidia-h200"
 MAC = "macos-arm64-apple-m2-max"
 GPU_DEVICE = {"torch": "mps", "burn": "metal", "candle": "metal"}
-# Not captured on the synthetic Mac: the single-thread reruns (the drafts have none) and the CUDA-only probe.
-NOT_ON_MAC = {"candle-mlp-1t@cpu", "candle-phases-1t@cpu", "candle-firstuse@gpu"}
+# Not captured on the synthetic Mac: the thread-count reruns (the drafts have none) and the CUDA-only probe.
+NOT_ON_MAC = {"candle-mlp-1t@cpu", "candle-phases-1t@cpu", "candle-mlp-2t@cpu", "candle-phases-2t@cpu", "candle-firstuse@gpu"}
 
 pytestmark = pytest.mark.slow
 
@@ -67,6 +67,11 @@ DRAFT = {
     "torch-drop@gpu": [("drop.dropped_per_eval", 1.787e-3, {"round": "1"}), ("drop.kept.min", 1.947e-3, {"round": "1"}),
                        ("drop.kept.median", 5.315e-3, {"round": "1"}), ("drop.kept.max", 9.1e-3, {"round": "1"})],
 }
+# records only the Mac's build writes (the drafts: new_metal(1) on a one-GPU Mac is out of range)
+MAC_ONLY = {
+    "candle-panics@gpu": [("panics.metal_ordinal", "panic"),
+                          ("panics.metal_ordinal.detail", "panic: index out of bounds: the len is 1 but the index is 1")],
+}
 MAC_MACHINE = {"os": "Darwin 27.0", "os_pretty": "macOS 27.0", "arch": "arm64", "cpu": "Apple M2 Max",
                "cores": 12, "memory_gib": 64.0, "gpu": "Apple M2 Max", "gpu_count": 1, "gpu_driver": None}
 
@@ -89,6 +94,12 @@ def make_mac(fragments: Path) -> set[str]:
                 r["tags"]["device"] = meta["device"]
         for name, value, tags in DRAFT.get(key, []):
             set_records(meta, name, value, **tags)
+        for name, value in MAC_ONLY.get(key, []):  # cases only a build with Metal runs
+            meta["records"].append({"name": name, "value": value, "unit": "", "tags": {"framework": meta["framework"],
+                                                                                      "device": meta["device"]}})
+            text += f"{name}: {value}\n"
+        if (meta.get("versions") or {}).get("threads") is not None:  # torch's threads: the Mac's own cores
+            meta["versions"]["threads"] = MAC_MACHINE["cores"]
         meta["platform"] = MAC
         meta["machine"] = dict(MAC_MACHINE)
         meta["host"] = fingerprint.of_machine(MAC_MACHINE)
@@ -97,12 +108,51 @@ def make_mac(fragments: Path) -> set[str]:
         (dst / f"{key}.txt").write_text(text, encoding="utf-8")
         (dst / f"{key}.json").write_text(json.dumps(meta, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
         keys.add(key)
+    keys |= mac_only_captures(fragments.parents[1], dst)
     ident = {"key": MAC, "display_name": "Apple M2 Max · macOS", "os": "macos", "arch": "arm64", "os_pretty": "macOS 27.0",
              "cpu": "Apple M2 Max", "cores": 12, "memory_gib": 64.0, "gpu": "Apple M2 Max", "gpu_vendor": "apple",
              "roles": {"cpu": {"torch": "cpu", "burn": "flex", "candle": "cpu"}, "gpu": dict(GPU_DEVICE)},
              "route": "regenerate", "bundle": {}, "fingerprint": fingerprint.of_machine(MAC_MACHINE), "schema": 2}
     (dst / "platform.json").write_text(json.dumps(ident, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     return keys
+
+
+# What the Mac's first run writes for the experiments only a Mac runs (manifest platforms = ["macos"]),
+# as candle 0.11's source says (same_device compares the per-open id; location() is the GPU's registry id).
+MAC_ONLY_RUNS = {
+    "candle-metal-twice@gpu": ("d1 Metal { gpuid: 0 }, d2 Metal { gpuid: 0 }: same_device false, same location true\n"
+                               "a (on d1) + b (on d2): Err: device mismatch in add, lhs: Metal { gpuid: 0 }, rhs: Metal { gpuid: 0 }\n",
+                               [("metal_twice.same_device", False), ("metal_twice.same_location", True),
+                                ("metal_twice.mix", "Err"),
+                                ("metal_twice.mix.detail", "Err: device mismatch in add, lhs: Metal { gpuid: 0 }, rhs: Metal { gpuid: 0 }")]),
+}
+
+
+def mac_only_captures(root: Path, dst: Path) -> set[str]:
+    from capture import inputs
+    from capture.manifest import load
+    from capture.paths import Layout
+
+    layout = Layout(root)
+    manifest = load(layout.manifest)
+    template = json.loads((dst / "candle-panics@gpu.json").read_text(encoding="utf-8"))
+    written = set()
+    for exp in manifest.experiments:
+        if exp.platforms != ("macos",):
+            continue
+        for role in exp.roles:
+            key = f"{exp.id}@{role}"
+            text, records = MAC_ONLY_RUNS[key]  # a new Mac-only experiment needs its synthetic run here
+            rec = inputs.inputs(exp, role, layout)
+            meta = dict(template, experiment=exp.id, role=role, inputs=rec, inputs_hash=inputs.digest(rec),
+                        command=[exp.crate, *exp.args[role]], text_sha256=sha256_text(text),
+                        records=[{"name": n, "value": v, "unit": "", "tags": {"framework": exp.framework,
+                                                                              "device": GPU_DEVICE[exp.framework]}}
+                                 for n, v in records])
+            (dst / f"{key}.txt").write_text(text, encoding="utf-8")
+            (dst / f"{key}.json").write_text(json.dumps(meta, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
+            written.add(key)
+    return written
 
 
 @pytest.fixture(scope="module")
@@ -206,7 +256,7 @@ def test_mac_only_paragraphs_appear_and_cuda_claims_are_not_applied_to_it(three)
     eager = (out / "eager.html").read_text(encoding="utf-8")
     assert "在 MPS 上，错误只在下一个同步点报一次" in eager  # the {per-platform} mps block, now that a Mac exists
     design = (out / "design.html").read_text(encoding="utf-8")
-    assert "Metal 上反过来" in design and "这台机器上 burn 快" in design
+    assert "Metal 上反过来" in design and "burn 每个新进程都要重新生成并编译着色器" in design
     doc = parse(eager)
     marks = [m.text() for m in doc.find_all(cls="book-claim-other")]
     assert any("M2 Max" in m for m in marks)  # a CUDA-scoped claim that does not hold on the Mac, shown as outside its scope
