@@ -187,13 +187,22 @@ def block(directive, b, st, lines=None, caption=None, head=None) -> nodes.contai
     meta = frag.meta
     fw = reader.FRAMEWORKS.get(meta.get("framework") or exp.framework, exp.framework)
     cap = nodes.caption("", "")
-    compiler = compiler_words(meta)  # burn on CUDA: which compiler made its kernels
-    device = f"{meta.get('device')}" + (f"（{compiler}）" if compiler else "")
+    # burn on CUDA: which compiler made its kernels, in the device's tooltip (the caption stays two lines on a
+    # phone) and in 「来历」
+    compiler = compiler_words(meta)
+    device = str(meta.get("device"))
     if head is not None:  # in {outputs}: the framework and device lead, the machine is the tab
-        cap += nodes.strong("", head or f"{fw} · {device}")
-        cap += nodes.Text(f"（{compiler}）　" if head and compiler else "　")
+        if head or not compiler:
+            cap += nodes.strong("", head or f"{fw} · {device}")
+        else:
+            lead = nodes.strong("", f"{fw} · ")
+            lead += reader.tip(device, compiler)
+            cap += lead
+        cap += nodes.Text("　")
     else:
-        cap += nodes.Text(f"{fw} · {device}　")
+        cap += nodes.Text(f"{fw} · ")
+        cap += reader.tip(device, compiler) if compiler else nodes.Text(device)
+        cap += nodes.Text("　")
     if caption:
         cap += reader.with_code(caption + " · ")
     title = exp.title or str(key)
@@ -215,7 +224,9 @@ def more(b, st, env) -> nodes.Node:
     rows: list[nodes.Node] = []
     machine = ident.display_name + (f"（{ident.os_pretty}）" if ident.os_pretty else "")
     side = reader.SIDES.get(key.role, key.role)
-    rows.append(nodes.paragraph("", f"机器：{machine}，{side}，设备 {meta.get('device')}。"))
+    compiler = compiler_words(meta)
+    rows.append(nodes.paragraph("", f"机器：{machine}，{side}，设备 {meta.get('device')}"
+                                    + (f"（{compiler}）" if compiler else "") + "。"))
     versions = []
     if v.get("torch"):
         t = f"PyTorch {v['torch']}"
