@@ -129,9 +129,26 @@ def cargo_steps(layout: Layout, features: list[str]) -> list[CargoStep]:
             for _, members in sorted(groups.items())]
 
 
-def cargo_build(layout: Layout, features: list[str], log: Path, echo=None) -> Binaries:
+def feature_target(layout: Layout, crate: str, extra: tuple[str, ...]) -> Path:
+    """The target dir of a build with an experiment's own features: apart from the shared one, so the
+    binaries every other experiment runs are never rebuilt with them."""
+    return layout.cargo_target / "features" / f"{crate}+{'+'.join(extra)}"
+
+
+def feature_build(layout: Layout, crate: str, platform_features: list[str], extra: tuple[str, ...],
+                  log: Path, echo=None) -> Binaries:
+    """`crate` built with the platform's features for it plus `extra` (manifest `features`), alone."""
+    feats = tuple(f for f in platform_features if f.split("/", 1)[0] == crate) + tuple(f"{crate}/{f}" for f in extra)
+    return cargo_build(layout, list(feats), log, echo, steps=[CargoStep((crate,), feats)],
+                       target=feature_target(layout, crate, extra))
+
+
+def cargo_build(layout: Layout, features: list[str], log: Path, echo=None, *,
+                steps: list[CargoStep] | None = None, target: Path | None = None) -> Binaries:
     """Build every experiment binary into the shared target dir: one cargo build, or one per framework
-    when GPU features are on (cargo_steps). Binaries land in target/release either way."""
+    when GPU features are on (cargo_steps). Binaries land in target/release either way.
+    `steps` and `target` are for feature_build: other cargo invocations into another target dir."""
+    target = target or layout.cargo_target
     problem = toolchain_problem(layout)
     if problem:
         raise BuildError(f"cannot build the Rust experiments: {problem}", "")
@@ -139,12 +156,12 @@ def cargo_build(layout: Layout, features: list[str], log: Path, echo=None) -> Bi
         kit_env = llvmkit.build_env(layout, features, log=echo or print)
     except wheelkit.KitError as e:
         raise BuildError(f"cannot build the Rust experiments: {e}", "") from None
-    env = {**os.environ, "CARGO_TARGET_DIR": str(layout.cargo_target), **kit_env}
+    env = {**os.environ, "CARGO_TARGET_DIR": str(target), **kit_env}
     log.parent.mkdir(parents=True, exist_ok=True)
     t = time.perf_counter()
     info: dict = {}
     with open(log, "wb") as out:
-        for step in cargo_steps(layout, features):
+        for step in steps or cargo_steps(layout, features):
             cmd = step.cmd
             out.write(f"$ {' '.join(cmd)}\n".encode())
             out.flush()
@@ -163,7 +180,7 @@ def cargo_build(layout: Layout, features: list[str], log: Path, echo=None) -> Bi
                     log.read_text(encoding="utf-8", errors="replace"),
                 )
             info.update(compiler_record(layout, list(step.features), env, list(step.packages) or None))
-    return Binaries(layout.cargo_target / "release", features, rustc_version(), info=info)
+    return Binaries(target / "release", features, rustc_version(), info=info)
 
 
 def compiler_record(layout: Layout, features: list[str], env: dict | None = None,

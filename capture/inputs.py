@@ -204,6 +204,8 @@ def inputs(exp: Experiment, role: str, layout: Layout, scheme: int = HASH_VERSIO
         rec["caches"] = exp.caches
     if exp.gpu_device and role == "gpu":  # absent otherwise, so existing fragments keep their hash
         rec["gpu_device"] = exp.gpu_device
+    if exp.features:  # absent when none, so existing fragments keep their hash
+        rec["features"] = list(exp.features)
     if exp.script:
         rec["torch_pin"] = torch_pin(layout)
     return rec

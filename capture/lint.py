@@ -6,9 +6,11 @@ Every cargo command runs in crates/ against the shared target dir and in the rel
 so it reuses what `regenerate` builds there (build scripts and proc macros; for `cargo test`
 every dependency) instead of compiling burn and candle once more in the dev profile.
 
-clippy turns on each crate's `metal` feature: burn's Metal backend type-checks on Linux, so the
-Mac-only code path of exec-gpu and design-burn is compiled in every CI run. candle's `metal`
-feature cannot be checked off Apple (objc2 refuses to compile), so design-bench has none.
+clippy turns on each crate's Apple-only features that type-check off Apple: burn's Metal backend
+(`metal` of exec-gpu and design-burn) and candle's Accelerate (`accelerate` of design-bench: the
+crate's FFI declarations compile; only linking needs the framework, and clippy does not link), so
+those Mac-only code paths are compiled in every CI run. candle's `metal` feature cannot be checked
+off Apple (objc2 refuses to compile), so design-bench has none.
 """
 
 from __future__ import annotations
@@ -24,17 +26,23 @@ from capture.build import toolchain_problem
 from capture.paths import Layout, find_root
 
 METAL = "metal"  # the feature name that turns burn's Metal backend on off macOS
+ACCELERATE = "accelerate"  # candle's Apple BLAS (manifest `features` of the Mac-only experiments)
+APPLE_CHECKED = (METAL, ACCELERATE)
 
 
-def metal_features(layout: Layout) -> list[str]:
-    """`crate/metal` for every workspace member whose Cargo.toml declares a `metal` feature."""
+def apple_features(layout: Layout, names: tuple[str, ...] = APPLE_CHECKED) -> list[str]:
+    """`crate/feature` for every workspace member whose Cargo.toml declares one of `names`."""
     ws = tomllib.loads((layout.crates / "Cargo.toml").read_text(encoding="utf-8"))
     out = []
     for member in ws["workspace"]["members"]:
         toml = tomllib.loads((layout.crates / member / "Cargo.toml").read_text(encoding="utf-8"))
-        if METAL in toml.get("features", {}):
-            out.append(f"{toml['package']['name']}/{METAL}")
+        out += [f"{toml['package']['name']}/{n}" for n in names if n in toml.get("features", {})]
     return out
+
+
+def metal_features(layout: Layout) -> list[str]:
+    """`crate/metal` for every workspace member whose Cargo.toml declares a `metal` feature."""
+    return apple_features(layout, (METAL,))
 
 
 # Lints allowed for now, each with its reason. items_after_test_module: bookrec/src/lib.rs has
@@ -44,7 +52,7 @@ ALLOWED = ["-A", "clippy::items_after_test_module"]
 
 
 def commands(layout: Layout) -> list[list[str]]:
-    metal = ",".join(metal_features(layout))
+    metal = ",".join(apple_features(layout))
     return [
         ["cargo", "fmt", "--all", "--check"],
         ["cargo", "clippy", "--release", "--workspace", "--all-targets", "--locked",

@@ -25,11 +25,12 @@ SOURCE_HASH_MODES = ("code", "lines", "exact")
 OPERATING_SYSTEMS = ("macos", "linux")
 PLACEHOLDERS = ("device",)  # what `{...}` in args may name
 KEYS = ("id", "framework", "script", "crate", "bin", "args", "roles", "timeout", "expect", "mask", "title", "env",
-        "platforms", "source_hash", "max_output", "processes", "caches", "needs", "gpu_device")
+        "platforms", "source_hash", "max_output", "processes", "caches", "needs", "gpu_device", "features")
 CACHE_RULES = ("cold", "warm")
 NEEDS = ("cargo",)  # what a machine must have for the experiment to run there (else it is skipped)
 DEFAULT_KEYS = ("timeout", "expect", "max_output")
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+FEATURE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_+-]*")  # a cargo feature of the experiment's own crate
 
 
 class ManifestError(Exception):
@@ -93,6 +94,10 @@ class Experiment:
     # the gpu role's device when it is not the platform's own: a variant built beside it, e.g. burn on
     # vulkan where burn's GPU role is cuda (capture/roles.py GPU_VARIANTS); skipped where not built
     gpu_device: str = ""
+    # cargo features of its crate that this experiment's binary is built with, on top of the platform's
+    # (e.g. candle's Accelerate on macOS): a build of its own (capture/build.py feature_build), so it
+    # needs cargo on the machine that runs it
+    features: tuple[str, ...] = ()
 
     @property
     def lang(self) -> str:
@@ -278,6 +283,17 @@ def _needs(v) -> tuple[str, ...]:
     return needs
 
 
+def _features(v) -> tuple[str, ...]:
+    feats = _string_list(v, "features")
+    for f in feats:
+        if not FEATURE_NAME.fullmatch(f):
+            raise ValueError(f"features: {f!r} is not a cargo feature name of the experiment's crate "
+                             "(letters, digits, '_', '-', '+'; write `accelerate`, not `crate/accelerate`)")
+    if len(set(feats)) != len(feats):
+        raise ValueError(f"features: a feature is listed twice in {list(feats)}")
+    return tuple(sorted(feats))
+
+
 def _gpu_device(v, framework, roles) -> str:
     from capture.roles import variant_devices
 
@@ -446,13 +462,16 @@ def _parse_one(raw: dict, defaults: dict, line: int, problems: list[str]) -> Exp
     caches = get("caches", lambda v: _choice(v, CACHE_RULES, "caches"), "")
     needs = get("needs", _needs, ())
     gpu_device = get("gpu_device", lambda v: _gpu_device(v, framework, roles), "")
+    features = get("features", _features, ())
+    if "features" in raw and "crate" not in raw:
+        problems.append("features are cargo features of a crate; they need crate")
     if problems:
         return None
     return Experiment(
         id=exp_id, framework=framework, roles=roles, args=args, expect=expect, timeout=timeout,
         script=script, crate=crate, bin=bin_, mask=mask, title=title, line=line, env=env,
         platforms=platforms, source_hash=source_hash, max_output=max_output, processes=processes,
-        caches=caches, needs=needs, gpu_device=gpu_device,
+        caches=caches, needs=needs, gpu_device=gpu_device, features=features or (),
     )
 
 

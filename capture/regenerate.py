@@ -100,6 +100,9 @@ def plan(layout: Layout, manifest: Manifest, platform: Platform, store: Store, o
                 res = type(res)(None, f"runs only on {', '.join(exp.platforms)}")
             elif "cargo" in exp.needs and shutil.which("cargo") is None:
                 res = type(res)(None, "needs cargo (it reads the pinned crates' source from cargo's registry); none on PATH here")
+            elif exp.features and (opts.prebuilt or shutil.which("cargo") is None):
+                res = type(res)(None, f"needs cargo: its binary is built with features {', '.join(exp.features)} "
+                                      "of its own, which prebuilt binaries do not carry")
             job = Job(exp, role, res.device, skip_reason=res.reason)
             if res.device:
                 job.old = store.read(platform.key, job.key)
@@ -249,6 +252,7 @@ class _Context:
         self._python = {}
         self._binaries = None
         self._build_error = None
+        self._feature_builds: dict = {}  # (crate, features) -> Binaries | BuildError
         self._run_dir: Path | None = None
 
     def own_store(self, store: Store) -> bool:
@@ -311,6 +315,24 @@ class _Context:
         return self._binaries
 
 
+    def feature_binaries(self, exp: Experiment, progress: Progress):
+        """The binaries of `exp.crate` built with the experiment's own `features` (one build per set)."""
+        key = (exp.crate, exp.features)
+        if key not in self._feature_builds:
+            feats = cargo_features(self.platform, {exp.crate: exp.framework}, self.layout.crates)
+            progress.note(f"building {exp.crate} with features {', '.join(exp.features)} for {exp.id}")
+            try:
+                self._feature_builds[key] = buildmod.feature_build(
+                    self.layout, exp.crate, feats, exp.features,
+                    self.run_dir / f"cargo-build-{exp.crate}+{'+'.join(exp.features)}.log", echo=progress.tick)
+            except buildmod.BuildError as e:
+                self._feature_builds[key] = e
+        got = self._feature_builds[key]
+        if isinstance(got, buildmod.BuildError):
+            raise got
+        return got
+
+
 def _write_identity(store: Store, ctx: "_Context") -> None:
     """platform.json beside this platform's fragments: what pages and status know of this machine."""
     from capture import identity
@@ -327,7 +349,7 @@ def _command(job: Job, ctx: _Context, progress: Progress) -> tuple[list[str], di
     args = [a.replace("{device}", job.device) for a in exp.args[job.role]]
     if exp.script:
         return [ctx.opts.python, str(ctx.layout.script(exp.script)), *args], {"python": ctx.python(exp.framework == "torch")}
-    bins = ctx.binaries(progress)
+    bins = ctx.feature_binaries(exp, progress) if exp.features else ctx.binaries(progress)
     exe = bins.path(exp.binary)
     if not exe.is_file():
         raise buildmod.BuildError(f"binary {exe} not found (crate {exp.crate}, bin {exp.binary})", "")

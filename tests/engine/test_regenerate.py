@@ -466,3 +466,65 @@ needs = ["cargo"]
     if status == "skipped":
         assert "needs cargo" in outcomes["reader@cpu"].message
         assert Store(layout.fragments).read("linux-x86_64-cpu", "reader@cpu") is None
+
+
+FEATURE_MAIN = """\
+fn main() {
+    println!("extra {}", if cfg!(feature = "extra") { "on" } else { "off" });
+}
+"""
+
+
+@pytest.mark.slow  # builds Rust
+def test_an_experiment_with_features_of_its_own_gets_a_build_of_its_own(tmp_path, monkeypatch):
+    """Manifest `features`: the binary is built apart, with them; every other experiment keeps the shared build."""
+    from capture import build as buildmod
+    from tests.engine.book import write
+
+    monkeypatch.setenv("CARGO_TARGET_DIR", str(tmp_path / "target"))
+    layout = make_book(tmp_path / "fbook", manifest='''
+[[experiment]]
+id = "plain"
+framework = "candle"
+crate = "feat"
+
+[[experiment]]
+id = "extra"
+framework = "candle"
+crate = "feat"
+features = ["extra"]
+''')
+    write(layout.root / "crates/Cargo.toml", '[workspace]\nresolver = "2"\nmembers = ["tiny", "feat"]\n')
+    write(layout.root / "crates/feat/Cargo.toml", '[package]\nname = "feat"\nversion = "0.1.0"\nedition = "2021"\n'
+          '\n[features]\nextra = []\n')
+    write(layout.root / "crates/feat/src/main.rs", FEATURE_MAIN)
+    subprocess.run(["cargo", "generate-lockfile", "--offline"], cwd=layout.crates, check=True, capture_output=True)
+    outcomes, _ = run(layout)
+    assert outcomes["plain@cpu"].status == "ok" and outcomes["extra@cpu"].status == "ok", outcomes
+    store = Store(layout.fragments)
+    plain, extra = store.read("linux-x86_64-cpu", "plain@cpu"), store.read("linux-x86_64-cpu", "extra@cpu")
+    assert plain.text == "extra off\n" and extra.text == "extra on\n"
+    assert extra.meta["versions"]["rust_build"]["features"] == ["feat/extra"]
+    assert plain.meta["versions"]["rust_build"]["features"] == []
+    assert extra.meta["inputs"]["features"] == ["extra"] and "features" not in plain.meta["inputs"]
+    assert (buildmod.feature_target(layout, "feat", ("extra",)) / "release" / "feat").is_file()
+    # the shared build's binary is still the one without the feature
+    again, _ = run(layout, only=["plain"], force=True)
+    assert again["plain@cpu"].status == "ok" and store.read("linux-x86_64-cpu", "plain@cpu").text == "extra off\n"
+
+
+def test_an_experiment_with_features_is_skipped_without_cargo(tmp_path, monkeypatch):
+    layout = make_book(tmp_path / "nbook", manifest='''
+[[experiment]]
+id = "extra"
+framework = "candle"
+crate = "tiny"
+features = ["cuda"]
+''')
+    import capture.regenerate as regen
+
+    real = regen.shutil.which
+    monkeypatch.setattr(regen.shutil, "which", lambda name, *a, **k: None if name == "cargo" else real(name, *a, **k))
+    outcomes, _ = run(layout)
+    assert outcomes["extra@cpu"].status == "skipped"
+    assert "needs cargo: its binary is built with features cuda" in outcomes["extra@cpu"].message

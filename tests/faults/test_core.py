@@ -737,6 +737,7 @@ def test_compare_goes_on_after_a_failed_job(tmp_path):
     ('args = ["{dev}"]\n', "args: unknown placeholder {dev} in '{dev}' (did you mean 'device'?); known: {device}"),
     ('args = { tpu = [] }\n', "args: unknown role(s) ['tpu']; a per-role table has keys cpu, gpu"),
     ('platforms = ["bsd"]\n', "platforms: unknown operating system 'bsd'; known: macos, linux"),
+    ('features = ["accelerate"]\n', "features are cargo features of a crate; they need crate"),
     ("roles = 1\n", "roles must be an array of strings, not integer 1"),
     ('framework = 3\n', "framework must be one of torch, burn, candle, none, not integer 3"),
     ('framework = "tourch"\n', "framework must be one of torch, burn, candle, none, not string 'tourch' (did you mean 'torch'?)"),
@@ -750,6 +751,25 @@ def test_manifest_values_at_their_limits(tmp_path, body, message):
     with pytest.raises(mf.ManifestError) as e:
         mf.load(write_manifest(tmp_path, text))
     assert str(e.value).split(": ", 2)[2] == message or str(e.value).endswith(": " + message), str(e.value)
+
+
+@pytest.mark.parametrize("body, message", [
+    ('features = ["accelerate"]\n', None),
+    ('features = ["b", "a"]\n', None),
+    ('features = ["design-bench/accelerate"]\n', "features: 'design-bench/accelerate' is not a cargo feature name of the "
+     "experiment's crate (letters, digits, '_', '-', '+'; write `accelerate`, not `crate/accelerate`)"),
+    ('features = ["a", "a"]\n', "features: a feature is listed twice in ['a', 'a']"),
+    ('features = "accelerate"\n', "features must be an array of strings, not string 'accelerate'"),
+])
+def test_manifest_features_of_a_crate(tmp_path, body, message):
+    text = '[[experiment]]\nid = "a"\ncrate = "c"\n' + body
+    if message is None:
+        exp = mf.load(write_manifest(tmp_path, text)).experiments[0]
+        assert exp.features == tuple(sorted(exp.features)) and exp.features
+        return
+    with pytest.raises(mf.ManifestError) as e:
+        mf.load(write_manifest(tmp_path, text))
+    assert str(e.value).endswith(": " + message), str(e.value)
 
 
 def test_a_manifest_without_experiments_loads_empty(tmp_path):

@@ -72,7 +72,7 @@ def test_the_repository_pins_the_toolchain_it_runs():
 
 
 def test_lint_type_checks_burns_metal_path_and_not_candles():
-    from capture.lint import commands, metal_features
+    from capture.lint import apple_features, commands, metal_features
     from capture.paths import Layout, find_root
 
     layout = Layout(find_root())
@@ -80,3 +80,6 @@ def test_lint_type_checks_burns_metal_path_and_not_candles():
     assert sorted(metal_features(layout)) == ["design-burn/metal", "exec-gpu/metal"]
     clippy = next(c for c in commands(layout) if c[1] == "clippy")
     assert "--release" in clippy and clippy[clippy.index("--features") + 1].count("/metal") == 2
+    # candle's Accelerate path (the Mac-only experiments' `features`) type-checks here too
+    assert "design-bench/accelerate" in apple_features(layout)
+    assert "design-bench/accelerate" in clippy[clippy.index("--features") + 1].split(",")
