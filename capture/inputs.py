@@ -167,13 +167,16 @@ def source_files(exp: Experiment, layout: Layout, scheme: int = HASH_VERSION) ->
     """The files an experiment's output depends on (paths checked by the path policy: capture/paths.py)."""
     where = f"{layout.manifest}:{exp.line}: experiment {exp.id}"
     try:
+        files = []
         if exp.script:
             script = layout.script(exp.script)
-            return [script, *sorted(_local_imports(script, layout.snippets))]
-        crate_dir = layout.crate(exp.crate)
+            files = [script, *sorted(_local_imports(script, layout.snippets))]
+            if not exp.runs:
+                return files
+        crate_dir = layout.crate(exp.runs or exp.crate)
     except PathError as e:
         raise FileNotFoundError(f"{where}: {e}") from None
-    files = _crate_files(crate_dir, layout.root, scheme)
+    files += _crate_files(crate_dir, layout.root, scheme)
     for dep in sorted(_path_deps(crate_dir, layout.crates)):
         files += _crate_files(dep, layout.root, scheme)
     files += [layout.crates / "Cargo.toml", layout.crates / "Cargo.lock"]

@@ -23,9 +23,9 @@ ROLES = ("cpu", "gpu")
 FRAMEWORKS = ("torch", "burn", "candle", "none")
 SOURCE_HASH_MODES = ("code", "lines", "exact")
 OPERATING_SYSTEMS = ("macos", "linux")
-PLACEHOLDERS = ("device",)  # what `{...}` in args may name
+PLACEHOLDERS = ("device", "binary")  # what `{...}` in args may name ({binary}: the path of `runs`'s binary)
 KEYS = ("id", "framework", "script", "crate", "bin", "args", "roles", "timeout", "expect", "mask", "title", "env",
-        "platforms", "source_hash", "max_output", "processes", "caches", "needs", "gpu_device", "features")
+        "platforms", "source_hash", "max_output", "processes", "caches", "needs", "gpu_device", "features", "runs")
 CACHE_RULES = ("cold", "warm")
 NEEDS = ("cargo",)  # what a machine must have for the experiment to run there (else it is skipped)
 DEFAULT_KEYS = ("timeout", "expect", "max_output")
@@ -98,6 +98,9 @@ class Experiment:
     # (e.g. candle's Accelerate on macOS): a build of its own (capture/build.py feature_build), so it
     # needs cargo on the machine that runs it
     features: tuple[str, ...] = ()
+    # Python experiments that inspect a run of a Rust experiment binary: the crate whose binary `{binary}`
+    # in args names (built like any crate experiment's, or prebuilt); its sources join the inputs
+    runs: str | None = None
 
     @property
     def lang(self) -> str:
@@ -465,13 +468,19 @@ def _parse_one(raw: dict, defaults: dict, line: int, problems: list[str]) -> Exp
     features = get("features", _features, ())
     if "features" in raw and "crate" not in raw:
         problems.append("features are cargo features of a crate; they need crate")
+    runs = get("runs", lambda v: _name(v, "runs"))
+    if "runs" in raw and "script" not in raw:
+        problems.append("runs names the crate whose binary a Python experiment runs; it needs script")
+    uses_binary = any("{binary}" in a for per_role in (args or {}).values() for a in per_role)
+    if uses_binary and "runs" not in raw:
+        problems.append("args use {binary}; name the crate whose binary it is with runs")
     if problems:
         return None
     return Experiment(
         id=exp_id, framework=framework, roles=roles, args=args, expect=expect, timeout=timeout,
         script=script, crate=crate, bin=bin_, mask=mask, title=title, line=line, env=env,
         platforms=platforms, source_hash=source_hash, max_output=max_output, processes=processes,
-        caches=caches, needs=needs, gpu_device=gpu_device, features=features or (),
+        caches=caches, needs=needs, gpu_device=gpu_device, features=features or (), runs=runs,
     )
 
 

@@ -41,7 +41,7 @@ def build_prebuilt(layout: Layout, gpu: str, out: Path, echo=print, candle_cuda:
         subprocess.run(["cargo", "fetch", "--locked"], cwd=layout.crates, check=True)
         os.environ.update(cudakit.build_env(cudakit.install(log=echo)))
     manifest = load(layout.manifest)
-    crates = {e.crate: e.framework for e in manifest.experiments if e.crate}
+    crates = {e.crate or e.runs: e.framework for e in manifest.experiments if e.crate or e.runs}
     if "candle" in crates.values() and not candle_cuda_buildable():
         echo(f"note: candle without {gpu}: its CUDA kernels need nvcc at build time (none found; --candle-cuda brings one)")
     plan = nvidia_build(crates, layout.crates, candle_cuda_buildable())
@@ -54,7 +54,7 @@ def build_prebuilt(layout: Layout, gpu: str, out: Path, echo=print, candle_cuda:
     # CPU build links its own (fresh) ones back into place.
     bins = buildmod.cargo_build(layout, feats, layout.scratch / f"cargo-build-{gpu}.log", echo=echo)
     out.mkdir(parents=True, exist_ok=True)
-    names = sorted({e.binary for e in manifest.experiments if e.crate})
+    names = sorted({e.binary for e in manifest.experiments if e.crate} | {e.runs for e in manifest.experiments if e.runs})
     for name in names:
         shutil.copy2(bins.path(name), out / name)
     info = {

@@ -80,8 +80,8 @@ def source_problem(exp: Experiment, layout: Layout, where: str) -> str:
     try:
         if exp.script:
             layout.script(exp.script)
-        else:
-            layout.crate(exp.crate)
+        if exp.crate or exp.runs:
+            layout.crate(exp.crate or exp.runs)
     except PathError as e:
         return f"{where}: {e}"
     return ""
@@ -300,8 +300,8 @@ class _Context:
             if self.opts.prebuilt:
                 self._binaries = buildmod.load_prebuilt(self.opts.prebuilt)
             else:
-                crates = {e.crate: e.framework for e in self.manifest.experiments
-                          if e.crate and not source_problem(e, self.layout, "")}
+                crates = {e.crate or e.runs: e.framework for e in self.manifest.experiments
+                          if (e.crate or e.runs) and not source_problem(e, self.layout, "")}
                 feats = cargo_features(self.platform, crates, self.layout.crates)
                 progress.note(f"building Rust experiments: cargo build --release --workspace {' '.join('--features ' + f for f in feats)}")
                 try:
@@ -348,7 +348,15 @@ def _command(job: Job, ctx: _Context, progress: Progress) -> tuple[list[str], di
     exp = job.exp
     args = [a.replace("{device}", job.device) for a in exp.args[job.role]]
     if exp.script:
-        return [ctx.opts.python, str(ctx.layout.script(exp.script)), *args], {"python": ctx.python(exp.framework == "torch")}
+        versions = {"python": ctx.python(exp.framework == "torch")}
+        if exp.runs:  # the script runs an experiment binary: the path goes in for {binary}
+            bins = ctx.binaries(progress)
+            exe = bins.path(exp.runs)
+            if not exe.is_file():
+                raise buildmod.BuildError(f"binary {exe} not found (crate {exp.runs}, which {exp.id} runs)", "")
+            args = [a.replace("{binary}", str(exe)) for a in args]
+            versions["build"] = bins.record()
+        return [ctx.opts.python, str(ctx.layout.script(exp.script)), *args], versions
     bins = ctx.feature_binaries(exp, progress) if exp.features else ctx.binaries(progress)
     exe = bins.path(exp.binary)
     if not exe.is_file():

@@ -241,7 +241,8 @@ def more(b, st, env) -> nodes.Node:
     if build.get("rustc"):
         versions.append(build["rustc"].split(" (")[0].replace("rustc ", "rustc "))
     exp = b.experiment(key)
-    feats = [f.split("/", 1)[1] for f in build.get("features") or [] if exp.crate and f.startswith(exp.crate + "/")]
+    crate = exp.crate or exp.runs
+    feats = [f.split("/", 1)[1] for f in build.get("features") or [] if crate and f.startswith(crate + "/")]
     line = "版本：" + "，".join(versions) if versions else ""
     if feats:
         line += ("；" if line else "") + "编译时打开的特性：" + "、".join(feats)

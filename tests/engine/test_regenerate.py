@@ -528,3 +528,35 @@ features = ["cuda"]
     outcomes, _ = run(layout)
     assert outcomes["extra@cpu"].status == "skipped"
     assert "needs cargo: its binary is built with features cuda" in outcomes["extra@cpu"].message
+
+
+@pytest.mark.slow  # builds Rust
+def test_a_python_experiment_runs_an_experiment_binary(book):
+    """Manifest `runs`: {binary} is the crate's built binary; the crate's sources are the script's inputs too."""
+    from tests.engine.book import write
+
+    (book.root / "docs/experiments.toml").write_text(
+        (book.root / "docs/experiments.toml").read_text() + '''
+[[experiment]]
+id = "inspect"
+framework = "burn"
+script = "snippets/inspect.py"
+runs = "tiny"
+args = ["{binary}", "{device}"]
+''')
+    write(book.root / "snippets/inspect.py", '''\
+import subprocess, sys
+out = subprocess.run([sys.argv[1], sys.argv[2]], capture_output=True, text=True, check=True).stdout
+print("the binary said: " + out.strip())
+''')
+    outcomes, _ = run(book)
+    assert outcomes["inspect@cpu"].status == "ok", outcomes["inspect@cpu"].message
+    frag = Store(book.fragments).read("linux-x86_64-cpu", "inspect@cpu")
+    assert frag.text == "the binary said: tiny ok flex\n"
+    assert "crates/tiny/src/main.rs" in frag.meta["inputs"]["files"] and "snippets/inspect.py" in frag.meta["inputs"]["files"]
+    assert frag.meta["command"][-2:] == ["tiny", "flex"] and frag.meta["versions"]["rust_build"]["features"] == []
+    main = book.root / "crates/tiny/src/main.rs"
+    main.write_text(main.read_text().replace("tiny ok", "tiny changed"))
+    again, _ = run(book, only=["inspect"])
+    assert again["inspect@cpu"].status == "ok"  # the crate changed: the script's fragment is stale and reruns
+    assert Store(book.fragments).read("linux-x86_64-cpu", "inspect@cpu").text == "the binary said: tiny changed flex\n"

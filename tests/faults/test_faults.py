@@ -244,7 +244,7 @@ CASES = [
     Case("defaults-expect-int", "manifest", manifest("[defaults]\nexpect = 0\n"), "cli", "docs/experiments.toml:1: [defaults] expect must be a string", "unchanged"),
     Case("top-level-typo", "manifest", manifest('[[experimnet]]\nid = "x"\n'), "cli", "unknown key 'experimnet' in the manifest (did you mean 'experiment'?)", "unchanged"),
     Case("toml-syntax", "manifest", manifest('[[experiment]]\nid = "x\n'), "cli", "docs/experiments.toml: Illegal character", "unchanged"),
-    Case("two-mistakes-both-named", "manifest", entry(S + "expect = 0\ntimout = 1\n"), "cli", "source_hash, max_output, processes, caches, needs, gpu_device, features\n" + M + "expect must be a string", "unchanged"),
+    Case("two-mistakes-both-named", "manifest", entry(S + "expect = 0\ntimout = 1\n"), "cli", "source_hash, max_output, processes, caches, needs, gpu_device, features, runs\n" + M + "expect must be a string", "unchanged"),
 
     # a missing or escaping file fails that experiment (failure record naming the manifest line), not the run
     Case("script-missing", "missing file", entry('script = "snippets/gone.py"\n'), "regen", M + "script snippets/gone.py not found", "failed"),
