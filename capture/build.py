@@ -31,6 +31,9 @@ class Binaries:
     gpu_devices: dict = field(default_factory=dict)  # framework -> GPU device it was built for
     # framework -> further GPU devices built in, for experiments that name one (manifest `gpu_device`)
     gpu_variants: dict = field(default_factory=dict)
+    # package -> when the cargo step that built it finished ("*": a workspace build); a binary in the
+    # shared target dir that is newer than that was written by another build since (capture/prebuilt.py)
+    finished: dict = field(default_factory=dict)
 
     def path(self, name: str) -> Path:
         return self.dir / name
@@ -160,6 +163,7 @@ def cargo_build(layout: Layout, features: list[str], log: Path, echo=None, *,
     log.parent.mkdir(parents=True, exist_ok=True)
     t = time.perf_counter()
     info: dict = {}
+    finished: dict = {}
     with open(log, "wb") as out:
         for step in steps or cargo_steps(layout, features):
             cmd = step.cmd
@@ -180,7 +184,8 @@ def cargo_build(layout: Layout, features: list[str], log: Path, echo=None, *,
                     log.read_text(encoding="utf-8", errors="replace"),
                 )
             info.update(compiler_record(layout, list(step.features), env, list(step.packages) or None))
-    return Binaries(target / "release", features, rustc_version(), info=info)
+            finished.update({p: time.time() for p in step.packages or ("*",)})
+    return Binaries(target / "release", features, rustc_version(), info=info, finished=finished)
 
 
 def compiler_record(layout: Layout, features: list[str], env: dict | None = None,

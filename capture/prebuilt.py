@@ -54,8 +54,10 @@ def build_prebuilt(layout: Layout, gpu: str, out: Path, echo=print, candle_cuda:
     # CPU build links its own (fresh) ones back into place.
     bins = buildmod.cargo_build(layout, feats, layout.scratch / f"cargo-build-{gpu}.log", echo=echo)
     out.mkdir(parents=True, exist_ok=True)
-    names = sorted({e.binary for e in manifest.experiments if e.crate} | {e.runs for e in manifest.experiments if e.runs})
+    packages = {e.binary: e.crate for e in manifest.experiments if e.crate} | {e.runs: e.runs for e in manifest.experiments if e.runs}
+    names = sorted(packages)
     for name in names:
+        overwritten(bins, name, packages[name])
         shutil.copy2(bins.path(name), out / name)
     info = {
         "features": feats,
@@ -70,6 +72,19 @@ def build_prebuilt(layout: Layout, gpu: str, out: Path, echo=print, candle_cuda:
     }
     (out / buildmod.BUILD_INFO).write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
     return info
+
+
+def overwritten(bins: buildmod.Binaries, name: str, package: str) -> None:
+    """Refuse a binary that another cargo build relinked after this one's step built it: the shared
+    target dir has one target/release, so a CPU build run meanwhile (tests, lint, regenerate) puts its
+    binaries there and the bundle would carry CPU binaries under the GPU build's name."""
+    done = bins.finished.get(package, bins.finished.get("*"))
+    path = bins.path(name)
+    if done is not None and path.stat().st_mtime > done + 1:
+        raise SystemExit(
+            f"error: {path} was rewritten by another cargo build after the GPU build made it "
+            f"({dt.datetime.fromtimestamp(path.stat().st_mtime).isoformat(timespec='seconds')}); "
+            "run `python -m capture bundle` again while no other build, test or regenerate uses the target dir")
 
 
 def verify(layout: Layout, dir: Path) -> None:

@@ -85,3 +85,24 @@ def test_the_vulkan_loader_comes_along_for_a_vulkan_role_or_variant():
     assert bundle.runs_vulkan({"gpu_devices": {"burn": "cuda"}, "gpu_variants": {"burn": ["vulkan"]}})
     assert bundle.runs_vulkan({"gpu_devices": {"burn": "vulkan", "candle": "cuda"}})
     assert not bundle.runs_vulkan({"gpu_devices": {"burn": "cuda", "candle": "cuda"}, "gpu_variants": {}})
+
+
+def test_a_binary_relinked_by_another_build_is_refused(tmp_path):
+    """A CPU build that relinks target/release/X while the bundle builds the GPU X must not be shipped."""
+    import os
+    import time
+
+    import pytest
+
+    from capture.build import Binaries
+    from capture.prebuilt import overwritten
+
+    exe = tmp_path / "exec-gpu"
+    exe.write_bytes(b"gpu")
+    done = time.time()
+    bins = Binaries(tmp_path, [], None, finished={"exec-gpu": done})
+    overwritten(bins, "exec-gpu", "exec-gpu")  # as the GPU step left it
+    os.utime(exe, (done + 60, done + 60))  # relinked by a build that ran afterwards
+    with pytest.raises(SystemExit, match="rewritten by another cargo build"):
+        overwritten(bins, "exec-gpu", "exec-gpu")
+    overwritten(Binaries(tmp_path, [], None), "exec-gpu", "exec-gpu")  # no times known: nothing to check
