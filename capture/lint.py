@@ -7,10 +7,10 @@ so it reuses what `regenerate` builds there (build scripts and proc macros; for 
 every dependency) instead of compiling burn and candle once more in the dev profile.
 
 clippy turns on each crate's Apple-only features that type-check off Apple: burn's Metal backend
-(`metal` of exec-gpu and design-burn) and candle's Accelerate (`accelerate` of design-bench: the
-crate's FFI declarations compile; only linking needs the framework, and clippy does not link), so
-those Mac-only code paths are compiled in every CI run. candle's `metal` feature cannot be checked
-off Apple (objc2 refuses to compile), so design-bench has none.
+(`metal` of exec-gpu and design-burn), so that Mac-only code path is compiled in every CI run.
+candle's `metal` feature cannot be checked off Apple (objc2 refuses to compile), so design-bench has
+none; nor can its `accelerate` (accelerate-src 0.3.2 links `kind = framework`, which rustc rejects off
+Apple targets even in a check build), so the Accelerate experiments are built on the Mac only.
 """
 
 from __future__ import annotations
@@ -26,8 +26,7 @@ from capture.build import toolchain_problem
 from capture.paths import Layout, find_root
 
 METAL = "metal"  # the feature name that turns burn's Metal backend on off macOS
-ACCELERATE = "accelerate"  # candle's Apple BLAS (manifest `features` of the Mac-only experiments)
-APPLE_CHECKED = (METAL, ACCELERATE)
+APPLE_CHECKED = (METAL,)  # not candle's `accelerate`: accelerate-src does not compile off Apple
 
 
 def apple_features(layout: Layout, names: tuple[str, ...] = APPLE_CHECKED) -> list[str]:

@@ -80,6 +80,6 @@ def test_lint_type_checks_burns_metal_path_and_not_candles():
     assert sorted(metal_features(layout)) == ["design-burn/metal", "exec-gpu/metal"]
     clippy = next(c for c in commands(layout) if c[1] == "clippy")
     assert "--release" in clippy and clippy[clippy.index("--features") + 1].count("/metal") == 2
-    # candle's Accelerate path (the Mac-only experiments' `features`) type-checks here too
-    assert "design-bench/accelerate" in apple_features(layout)
-    assert "design-bench/accelerate" in clippy[clippy.index("--features") + 1].split(",")
+    # candle's Accelerate (the Mac-only experiments' `features`) does not compile off Apple: not checked here
+    assert apple_features(layout, ("accelerate",)) == ["design-bench/accelerate"]
+    assert "design-bench/accelerate" not in clippy[clippy.index("--features") + 1].split(",")
