@@ -22,6 +22,7 @@ import nox
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 from capture import pythons  # noqa: E402  (stdlib only)
+from capture.hosts import OTHER_HOST_EXIT  # noqa: E402  (stdlib only)
 
 nox.needs_version = ">=2026.10.20"
 nox.options.default_venv_backend = "uv"
@@ -52,7 +53,8 @@ def install(session, extras=(), groups=()):
 def regenerate(session):
     """Build and run the experiments this machine can run; capture their output into docs/_fragments."""
     install(session, ["run"])
-    session.run("python", "-m", "capture", "regenerate", *session.posargs)
+    # another machine's platform detected here: nothing is captured, the site still builds (capture/hosts.py)
+    session.run("python", "-m", "capture", "regenerate", *session.posargs, success_codes=[0, OTHER_HOST_EXIT])
 
 
 @nox.session(python=PYTHON.python)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -56,7 +57,15 @@ def cmd_regenerate(args, layout: Layout) -> int:
     except StoreLocked as e:
         print(f"error: {e}", file=sys.stderr)
         return 3
-    except (HostMismatch, IdentityError, StoreUnusable) as e:
+    except HostMismatch as e:
+        if os.environ.get("BOOK_PLATFORM") or args.adopt:  # asked for by name: an error
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        from capture.hosts import OTHER_HOST_EXIT
+
+        print(f"regenerate: nothing captured on this host; the committed fragments stay.\n{e}", file=sys.stderr)
+        return OTHER_HOST_EXIT
+    except (IdentityError, StoreUnusable) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except manifestmod.ManifestError as e:

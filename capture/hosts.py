@@ -46,6 +46,12 @@ def machine_of(store: Store, key: str) -> tuple[dict | None, str]:
     return (hosts[0] if hosts else None), f"{store.root / key} (its fragments)"
 
 
+# `regenerate`'s exit status when it captured nothing because this host is not the detected platform's
+# machine (not chosen with BOOK_PLATFORM): `nox -s regenerate` reports it and goes on, so a reader's
+# `nox -s regenerate docs` on another machine still builds the site from the committed fragments.
+OTHER_HOST_EXIT = 4
+
+
 def guard(layout: Layout, store: Store, key: str, here: dict) -> None:
     """Raise HostMismatch when `key` is another machine's platform. Writes nothing."""
     finish_swap(layout, store, key)

@@ -181,3 +181,21 @@ def test_another_machines_broken_identity_is_shown_broken_and_blocks_nothing(sma
     assert {e.state for e in entries if e.platform == CPU.key} == {"fresh"}
     outcomes, _ = run(small)  # this machine's regenerate is not stopped by it
     assert {o.status for o in outcomes.values()} == {"fresh"}
+
+
+def test_a_detected_platform_of_another_machine_captures_nothing_and_lets_the_site_build(small, monkeypatch):
+    """The README's `nox -s regenerate docs` on a machine that is not the CPU platform's: regenerate writes
+    nothing, says why, and exits OTHER_HOST_EXIT, which the nox session accepts so the docs still build."""
+    from capture.hosts import OTHER_HOST_EXIT
+
+    make_foreign(small.fragments, CPU.key)
+    before = tree(small.root)
+    env = {k: v for k, v in os.environ.items() if k != "BOOK_PLATFORM"}
+    env["PYTHONPATH"] = str(REPO)
+    r = subprocess.run([sys.executable, "-m", "capture", "--root", str(small.root), "regenerate"],
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == OTHER_HOST_EXIT, r.stderr
+    assert "nothing captured on this host" in r.stderr and "--adopt" in r.stderr
+    assert tree(small.root) == before
+    nox = (REPO / "noxfile.py").read_text()
+    assert "success_codes=[0, OTHER_HOST_EXIT]" in nox
