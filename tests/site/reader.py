@@ -161,6 +161,95 @@ SPLIT_JS = """() => {
 }"""
 
 
+CODE_WORDS_JS = """() => {
+  // Inline code split inside a word («chai/n8»): a run of letters and digits of a code token on two lines,
+  // though it would fit on one. Splits between the parts of a long token (after . / _ :, CamelCase) are fine.
+  const split = [];
+  let checked = 0;
+  document.querySelectorAll('.bd-article code.literal span.pre').forEach((span) => {
+    if (!span.checkVisibility()) return;
+    const line = (span.closest('td, th, p, li, dd, div') || span.parentElement).clientWidth;
+    span.childNodes.forEach((n) => {
+      if (n.nodeType !== Node.TEXT_NODE) return;
+      for (const m of n.data.matchAll(/[A-Za-z0-9]{2,}/g)) {
+        const r = document.createRange();
+        r.setStart(n, m.index);
+        r.setEnd(n, m.index + m[0].length);
+        const rects = Array.from(r.getClientRects()).filter((q) => q.width > 0);
+        const width = rects.reduce((w, q) => w + q.width, 0);
+        checked += 1;
+        if (new Set(rects.map((q) => Math.round(q.top))).size > 1 && width < line)
+          split.push(`${span.textContent} (${m[0]})`);
+      }
+    });
+  });
+  return {checked, split};
+}"""
+
+SCROLL_HINTS_JS = """() => {
+  // Every table or chart wider than its box: a visible hint right above it; a table's hint names the columns
+  // that start out of sight on the right.
+  const bad = [];
+  let wide = 0;
+  document.querySelectorAll('.bd-article .pst-scrollable-table-container, .bd-article .book-chart-scroll').forEach((el) => {
+    if (!el.checkVisibility() || el.scrollWidth <= el.clientWidth + 1) return;
+    wide += 1;
+    const hint = document.getElementById(el.getAttribute('aria-describedby') || '');
+    const name = ((el.querySelector('caption') || {}).textContent || el.className).trim().slice(0, 40);
+    if (!hint || !hint.checkVisibility() || !hint.textContent.trim()) { bad.push(`${name}: no visible hint`); return; }
+    if (hint.getBoundingClientRect().bottom > el.getBoundingClientRect().top + 1) bad.push(`${name}: the hint is not above it`);
+    const table = el.querySelector('table');
+    if (!table) return;
+    const head = table.querySelector('thead tr') || table.querySelector('tr');
+    const right = el.getBoundingClientRect().right;
+    const hidden = Array.from(head.children).filter((c) => c.getBoundingClientRect().right > right + 1)
+      .map((c) => c.textContent.trim()).filter((t) => t);
+    const missing = hidden.slice(0, 4).filter((t) => !hint.textContent.includes(t));
+    if (missing.length) bad.push(`${name}: hint «${hint.textContent}» does not name ${missing.join(', ')}`);
+  });
+  return {wide, bad};
+}"""
+
+POINTED_JS = """() => {
+  // A sentence that points at the table or chart below (下表, 下图) while that table or chart is not visible
+  // (folded in a closed <details>): the reader cannot see what the text shows them.
+  const words = [[/下表|下面的表|下面这张表|下列表/, 'table'], [/下图|下面的图|下面这张图/, '.book-chart, .mermaid']];
+  const bad = [];
+  let checked = 0;
+  const all = Array.from(document.querySelectorAll('.bd-article table, .bd-article .book-chart, .bd-article .mermaid'));
+  document.querySelectorAll('.bd-article p').forEach((p) => {
+    if (!p.checkVisibility() || p.closest('table, .book-chart')) return;
+    for (const [re, sel] of words) {
+      if (!re.test(p.textContent)) continue;
+      const next = all.find((el) => el.matches(sel) && (p.compareDocumentPosition(el) & Node.DOCUMENT_POSITION_FOLLOWING));
+      if (!next) continue;
+      checked += 1;
+      const folded = next.closest('details:not([open])');
+      const tabs = next.closest('.sd-tab-set');
+      const seen = next.checkVisibility() || (!folded && tabs && tabs.checkVisibility());
+      if (!seen) bad.push(`«${p.textContent.trim().slice(0, 40)}» points at a folded ${sel.split(',')[0]}`);
+    }
+  });
+  return {checked, bad};
+}"""
+
+
+def phone(browser, url: str, width: int = 390) -> dict:
+    """As loaded at this width: inline code split inside a word, pointed-at tables and charts that are folded; then,
+    every tab and <details> shown, the hints of wide tables and charts."""
+    ctx = browser.new_context(viewport={"width": width, "height": 900})
+    page = ctx.new_page()
+    page.goto(url, wait_until="load")
+    charts_ready(page)
+    page.wait_for_timeout(200)
+    out = {"code": page.evaluate(CODE_WORDS_JS), "pointed": page.evaluate(POINTED_JS)}
+    page.evaluate(SHOW_ALL_JS)
+    page.wait_for_timeout(300)
+    out["hints"] = page.evaluate(SCROLL_HINTS_JS)
+    ctx.close()
+    return out
+
+
 def layout(browser, url: str, width: int, dark: bool = False) -> dict:
     """Smallest chart text, unhinted overflow, scrolling tables' first column, number/unit splits at this width."""
     ctx = browser.new_context(viewport={"width": width, "height": 900}, color_scheme="dark" if dark else "light")

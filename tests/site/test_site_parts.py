@@ -486,3 +486,17 @@ def test_bytes_quoted_from_an_output_keep_its_decimal_unit():
 
     assert fmt_value(Value(9699730.0, "B")) == "9.25\u00a0MiB"
     assert fmt_value(Value(9699730.0, "B"), style="decimal") == "9.7\u00a0MB"
+
+
+def test_each_chart_has_one_caption(site):
+    """A data chart's caption (what it shows, from which machine) is printed once, above its 「图中的数据来自哪些实验」."""
+    checked = 0
+    for page in html_pages(site):
+        text = page.read_text(encoding="utf-8")
+        for chart in re.split(r'<div class="book-datachart ', text)[1:]:
+            body = chart[: chart.find("</details>") + len("</details>")]
+            tail = chart[len(body): len(body) + 400]
+            checked += 1
+            assert body.count('class="book-chart-caption"') == 1, f"{page.name}: {body.count('book-chart-caption')} captions"
+            assert 'class="book-chart-caption"' not in tail.split("</div>")[0], f"{page.name}: a caption after the chart's details"
+    assert checked >= 2, "no data chart built: the test would prove nothing"

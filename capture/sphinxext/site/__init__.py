@@ -14,7 +14,8 @@ Each module is a Sphinx extension of its own (a throwaway test project can load 
 - buildguard one build at a time per output folder; an interrupted build leaves the next one whole
 - fences    a directive closed early by an inner fence of the same length is a build error
 - glossary  the book's terms (docs/terms.toml): the glossary, the words pages avoid
-- evidence  on a phone, a list item's code, outputs and claims folded behind one line
+- evidence  a section's one fold ({evidence}); on a phone, a list item's evidence folded behind one line
+- codewrap  inline code breaks between its parts, never inside a word
 
 "Re-read the pages that depend on X when X changes" is done once, in depends.py.
 """
@@ -24,7 +25,7 @@ from __future__ import annotations
 from sphinx.application import Sphinx
 
 MODULES = ("buildguard", "anchors", "volumes", "zh_text", "rust_api", "mermaid", "theme", "search", "ranwhere", "fences",
-           "glossary", "evidence")
+           "glossary", "evidence", "codewrap")
 
 
 def setup(app: Sphinx):

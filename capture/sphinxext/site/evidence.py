@@ -34,6 +34,8 @@ closed <details> it finds text in, as does a link to an id inside one) all see i
 
 from __future__ import annotations
 
+import re
+
 from docutils import nodes
 from sphinx.application import Sphinx
 from sphinx.util import logging
@@ -82,15 +84,40 @@ def label(children: list[nodes.Node]) -> str:
     return words[0] if len(words) == 1 else "、".join(words[:-1]) + "和" + words[-1]
 
 
+# Words by which the text points at the next table or chart (「看下表的 GPU 几行」): what they point at is not folded.
+POINTERS = (("表", re.compile(r"下表|下面的表|下面这张表|下列表")), ("图", re.compile(r"下图|下面的图|下面这张图")))
+SHOWN = ("代码", "输出", "表", "图")
+
+
+def pointed(text: str) -> set[str]:
+    """The kinds of evidence ("表", "图") that a text points at as coming next."""
+    return {kind for kind, words in POINTERS if words.search(text)}
+
+
+def fold_start(children: list[nodes.Node]) -> int | None:
+    """Where the item's fold starts: at its first piece of evidence after the opening paragraph, or, when the text
+    before it points at a table or chart below, after the first one of those (the reader must see what is pointed at)."""
+    start = next((i for i, c in enumerate(children[1:], 1) if _kind(c) in SHOWN), None)
+    if start is None:
+        return None
+    wanted = pointed(" ".join(c.astext() for c in children[:start] if not _kind(c)))
+    if not wanted:
+        return start
+    target = next((i for i in range(start, len(children)) if _kind(children[i]) in wanted), None)
+    if target is None:
+        return start
+    return next((i for i in range(target + 1, len(children)) if _kind(children[i]) in SHOWN), None)
+
+
 def fold_item(item: nodes.list_item) -> bool:
-    """Fold the item's evidence: from its first piece after the opening paragraph to its end."""
+    """Fold the item's evidence: from its first piece after the opening paragraph (or after what its text points
+    at) to its end."""
     children = list(item.children)
     if len(children) < 2 or not isinstance(children[0], nodes.paragraph):
         return False
     if any(isinstance(c, details) for c in children):
         return False
-    start = next((i for i, c in enumerate(children[1:], 1)
-                  if _kind(c) in ("代码", "输出", "表", "图")), None)
+    start = fold_start(children)
     if start is None:
         return False
     folded = children[start:]

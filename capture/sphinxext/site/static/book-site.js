@@ -1,6 +1,7 @@
 // The site's behaviour on every page (capture/sphinxext/site/theme.py, docs/dev/site.md):
 // - a block wider than its column (code, a table, a chart) says so, in a line above it, and can be
-//   scrolled with the keyboard; a table keeps its first column in view (book-site.css);
+//   scrolled with the keyboard; a table keeps its first column in view (book-site.css), and its line names the
+//   columns still out of sight on the right;
 // - a chart opens full-size in a dialog (its own width, scrollable, pinch-zoomable);
 // - search summaries are taken from the text, not from charts or tables of contents;
 // - a list item's evidence, folded on a phone (evidence.py), is open on a wider screen in a browser whose
@@ -17,10 +18,47 @@
   ].join(", ");
   const HINTS = {
     table: "⇆ 表格比屏幕宽，可以左右滑动（第一列不动）",
-    chart: "⇆ 图比屏幕宽，可以左右滑动，或者点「全屏查看」",
-    drawing: "⇆ 图比屏幕宽，可以左右滑动",
+    chart: "⇆ 图比屏幕宽，右边还有一部分：左右滑动，或者点「全屏查看」",
+    drawing: "⇆ 图比屏幕宽，右边还有一部分：左右滑动",
     code: "⇆ 可以左右滑动",
   };
+  const MAX_NAMED = 4;
+
+  // The text of a header cell, inline: its code kept as code, its paragraphs and other blocks flattened.
+  function inline(from, into) {
+    from.childNodes.forEach((n) => {
+      if (n.nodeType === Node.TEXT_NODE) into.appendChild(document.createTextNode(n.data.replace(/[ \t\r\n]+/g, " ")));
+      else if (n.nodeType !== Node.ELEMENT_NODE) return;
+      else if (n.tagName === "CODE") into.appendChild(n.cloneNode(true));
+      else inline(n, into);
+    });
+  }
+
+  // A table's hint names the columns out of sight on the right (「右边还有：留住、比」), as the reader scrolls; the
+  // names are copies of the header cells' content (code stays code).
+  function setTableHint(el, hint) {
+    const table = el.querySelector("table");
+    const head = table && (table.querySelector("thead tr") || table.querySelector("tr"));
+    const right = el.getBoundingClientRect().right;
+    const cells = Array.from(head ? head.children : [])
+      .filter((c) => c.getBoundingClientRect().right > right + 1 && c.textContent.trim());
+    if (!cells.length) {
+      hint.textContent = HINTS.table;
+      return;
+    }
+    const parts = ["⇆ 右边还有："];
+    cells.slice(0, MAX_NAMED).forEach((c, i) => {
+      if (i) parts.push("、");
+      const name = document.createElement("span");
+      name.className = "book-overflow-column";
+      inline(c, name);
+      parts.push(name);
+    });
+    if (cells.length > MAX_NAMED) parts.push(` 等 ${cells.length} 列`);
+    parts.push("（左右滑动）");
+    hint.replaceChildren(...parts);
+  }
+
   let serial = 0;
 
   function kind(el) {
@@ -50,7 +88,20 @@
     if (el.clientWidth === 0) return; // hidden (closed details, inactive tab): checked when shown
     const wide = el.scrollWidth > el.clientWidth + 1;
     if (wide) {
-      hintFor(el).hidden = false;
+      const hint = hintFor(el);
+      hint.hidden = false;
+      if (kind(el) === "table") {
+        setTableHint(el, hint);
+        if (!el.hasAttribute("data-book-scroll-watch")) {
+          el.setAttribute("data-book-scroll-watch", "");
+          let queued = false;
+          el.addEventListener("scroll", () => {
+            if (queued) return;
+            queued = true;
+            requestAnimationFrame(() => { queued = false; setTableHint(el, hint); });
+          }, {passive: true});
+        }
+      }
       el.setAttribute("tabindex", "0"); // scrollable with the keyboard
     } else if (el.hasAttribute("aria-describedby")) {
       hintFor(el).hidden = true;
