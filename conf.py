@@ -149,6 +149,11 @@ book_volumes = {
 # commands and MyST markup rather than experiments.
 book_code_rule_exempt = ["api/**", "dev/**"]
 
+# -- Pages for authors (capture/sphinxext/site/search.py) ------------------------------------
+# The notes for authors and maintainers: reached from dev/index (linked once from the front page), not from the
+# reader's sidebar (no toctree of the book's lists them), and left out of the reader's search index.
+book_author_pages = ["dev/**"]
+
 # -- Sentences no wider than their machines (capture/sphinxext/terms.py) --------------------
 # A reader page's sentence that names a backend, OS or device (CUDA, Metal, Linux, H200, ...) outside
 # a {per-platform} block, a claim or an {until-captured} box must be listed here, with why it is general.

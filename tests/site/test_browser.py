@@ -214,20 +214,29 @@ def test_chinese_search_finds_the_page(site, server, probe, scheme):
     assert p.problems == []
 
 
-def test_search_ranks_chapters_before_appendix_notes_and_api(site, server, probe):
-    """同步 is on the chapters, the appendix, the notes for authors and the generated API pages: the chapters
-    come first, the notes for authors after everything a reader reads."""
+def test_search_ranks_chapters_before_appendix_and_api(site, server, probe):
+    """同步 is on the chapters, the appendix and the generated API pages (and in the notes for authors, which are not
+    searched): the chapters come first, the first linked to the section where the word is, the API pages last."""
     p = probe()
     p.goto(f"{server}search.html?q={quote('同步')}")
     p.page.wait_for_function(
         "() => (document.querySelector('#search-results .search-summary') || {}).innerText", timeout=10_000
     )
+    p.page.wait_for_function("() => document.querySelectorAll('#search-results p.context').length > 1", timeout=10_000)
     hrefs = p.page.eval_on_selector_all("#search-results ul.search li > a", "els => els.map((a) => a.href)")
     pages = [unquote(urlsplit(h).path)[len(urlsplit(server).path):] for h in hrefs]
     rank = [0 if pg in ("eager.html", "design.html") else 1 if pg == "index.html" else 2 if pg.startswith("appendix/")
             else 3 if pg.startswith("dev/") else 4 for pg in pages]
     assert pages and rank[0] == 0, f"results: {pages}"
-    assert rank == sorted(rank), f"chapters, front page, appendix, notes for authors, API: got {pages}"
+    assert rank == sorted(rank), f"chapters, front page, appendix, API: got {pages}"
+    assert 3 not in rank, f"a page for authors in the reader's search: {pages}"
+    assert 4 in rank, f"no API page found: the ranking would prove nothing ({pages})"
+    first = urlsplit(hrefs[0]).fragment
+    assert first, f"the first hit links to the page's top, not to the section: {hrefs[0]}"
+    section = p.page.evaluate(f"""async () => {{ const d = new DOMParser().parseFromString(
+        await (await fetch({hrefs[0].split('#')[0]!r})).text(), 'text/html');
+        const s = d.getElementById({first!r}); return s && s.closest('section') && s.closest('section').textContent; }}""")
+    assert section and "同步" in section, f"#{first} does not hold the query"
     assert p.problems == []
 
 

@@ -3,10 +3,11 @@
 - Left out of the index: tables of contents (a page's toctree would make it match every title it
   lists), charts, the provenance captions under outputs and anything marked `book-no-search`.
   Sphinx indexes the written doctree; here it gets a copy without those nodes.
-- Left out entirely: the Rust source pages that sphinx-rust generates (api/**/code/*, untitled).
+- Left out entirely: the Rust source pages that sphinx-rust generates (api/**/code/*, untitled), and the
+  pages for authors (`book_author_pages`, docs/dev/**): a reader's search finds the book, not its machinery.
 - Ranked: a query that is one of the book's terms (docs/terms.toml) finds the page that introduces it
-  first, linked to that section; otherwise chapters first, then the front page, the developer notes, the
-  appendix, and the generated API pages last (html_search_scorer: static/book-scorer.js, with the terms).
+  first, linked to that section; otherwise chapters first, then the front page, the appendix, and the
+  generated API pages last (html_search_scorer: static/book-scorer.js, with the terms).
 - Split: a run of Chinese the index does not know whole is cut into the longest words it knows.
 - The summaries under each result skip charts and tables of contents (static/book-site.js).
 - jieba's dictionary loads three times faster, with the same words (zhsearch.py).
@@ -57,7 +58,7 @@ def on_builder_inited(app: Sphinx) -> None:
 
 
 def on_doctree_read(app: Sphinx, doctree: nodes.document) -> None:
-    if Matcher(UNSEARCHED_PAGES)(app.env.docname):
+    if Matcher(UNSEARCHED_PAGES + list(app.config.book_author_pages))(app.env.docname):
         app.env.metadata[app.env.docname]["nosearch"] = True
 
 
@@ -101,6 +102,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
 
     # By name: imported (with jieba) only when a page is written to the index (zhsearch.py)
     sphinx_search.languages["zh"] = "capture.sphinxext.site.zhsearch.BookChinese"
+    app.add_config_value("book_author_pages", [], "env")  # pages for authors: not in the reader's search
     app.connect("config-inited", on_config_inited)
     app.connect("builder-inited", on_builder_inited)
     app.connect("doctree-read", on_doctree_read)

@@ -6,7 +6,8 @@
 var BOOK_TERMS = typeof BOOK_TERMS === "undefined" ? {} : BOOK_TERMS;
 
 // The weights are Sphinx 7.4's defaults; `score` moves results by the kind of page they are on:
-// the chapters first, then the front page, the appendix, the notes for authors, the generated API pages.
+// the chapters first, then the front page, the appendix, the generated API pages (the notes for authors are not
+// in the index: book_author_pages).
 // A query that is one of the book's terms puts the page that introduces it first, linked to that section.
 var Scorer = {
   score: (result) => {

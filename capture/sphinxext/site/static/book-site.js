@@ -60,6 +60,8 @@
   }
 
   let serial = 0;
+  // what a search summary and its section are not taken from: charts, tables of contents, machinery's lines
+  const DROP = "#jb-print-docs-body, .toctree-wrapper, .mermaid, .book-chart, .book-overflow-hint, .book-no-search";
 
   function kind(el) {
     if (el.classList.contains("book-chart-scroll")) return "chart";
@@ -156,7 +158,7 @@
   function cleanSearchSummaries() {
     if (typeof Search === "undefined" || !Search.htmlToText || Search._bookClean) return;
     const original = Search.htmlToText;
-    const drop = "#jb-print-docs-body, .toctree-wrapper, .mermaid, .book-chart, .book-overflow-hint, .book-no-search";
+    const drop = DROP;
     Search.htmlToText = (htmlString, anchor) => {
       const doc = new DOMParser().parseFromString(htmlString, "text/html");
       doc.querySelectorAll(drop).forEach((el) => el.remove());
@@ -168,10 +170,40 @@
       }
       return original(doc.documentElement.outerHTML, anchor);
     };
-    // a page without text to summarise gets no summary (Sphinx 7.4 would append null and throw)
+    // a page without text to summarise gets no summary (Sphinx 7.4 would append null and throw); a result that
+    // links to a page's top links to the section where the query's first word occurs instead (a reader lands on
+    // the chapter's section, not on its title)
     const summary = Search.makeSearchSummary;
-    Search.makeSearchSummary = (...args) => summary(...args) || document.createTextNode("");
+    Search.makeSearchSummary = (htmlText, keywords, anchor) => {
+      const node = summary(htmlText, keywords, anchor) || document.createTextNode("");
+      const id = anchor ? "" : firstSection(htmlText, keywords);
+      if (id) {
+        queueMicrotask(() => {
+          const link = node.parentElement && node.parentElement.querySelector(":scope > a");
+          if (link && !link.hash) link.hash = id;
+        });
+      }
+      return node;
+    };
     Search._bookClean = true;
+  }
+
+  // The id of the innermost section (below the page's own) holding the first of the query's words, or "".
+  function firstSection(htmlString, keywords) {
+    const words = Array.from(keywords || []).map((k) => String(k).toLowerCase()).filter((k) => k);
+    const doc = new DOMParser().parseFromString(htmlString, "text/html");
+    const main = doc.querySelector('[role="main"]');
+    if (!main || !words.length) return "";
+    main.querySelectorAll(DROP + ", .headerlink, script, style").forEach((el) => el.remove());
+    const walk = doc.createTreeWalker(main, NodeFilter.SHOW_TEXT);
+    for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+      const text = n.data.toLowerCase();
+      if (!words.some((w) => text.includes(w))) continue;
+      const section = n.parentElement.closest("section[id]");
+      const top = main.querySelector("section[id]");
+      return section && section !== top ? section.id : "";
+    }
+    return "";
   }
 
   // -- a list item's evidence: unfolded wider than a phone, where CSS cannot do it -------------
