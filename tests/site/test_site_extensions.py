@@ -390,3 +390,14 @@ def test_a_fold_names_what_it_holds():
     assert fold_label([box("book-output-wrapper", "book-output")]) == "输出和来历"
     assert fold_label([box("book-claim")]) == "断言"
     assert fold_label([nodes.paragraph("", "text")]) == "更多"
+
+
+def test_one_fold_per_machine_tab_is_not_a_second_fold(tmp_path):
+    """A fold in each machine's tab (a {per-platform} block renders its content once per machine) is one fold each."""
+    page = FOLD_PAGE + "\n## Tabs\n\n::::{tab-set}\n:::{tab-item} A\nx\n\n```{evidence}\nIn A.\n```\n:::\n" \
+                       ":::{tab-item} B\ny\n\n```{evidence}\nIn B.\n```\n:::\n::::\n"
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "scorer.js").write_text("")
+    rc, log = build(tmp_path / "src", tmp_path / "out", ["sphinx_design", "capture.sphinxext.site.evidence",
+                                                          "capture.sphinxext.site.search"], FOLD_CONF, {"index.md": page})
+    assert rc == 0, log

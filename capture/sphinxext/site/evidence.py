@@ -178,13 +178,20 @@ class EvidenceDirective(SphinxDirective):
         return [box]
 
 
+def _home(node: nodes.Node) -> bool:
+    """A fold's home: its section (or the page), or a machine's tab ({per-platform} renders a fold once per machine)."""
+    if isinstance(node, (nodes.section, nodes.document)):
+        return True
+    return isinstance(node, nodes.Element) and "sd-tab-content" in node.get("classes", [])
+
+
 def one_fold_per_section(app: Sphinx, doctree: nodes.document) -> None:
-    """doctree-read: a section (or a page without sections) holds at most one {evidence} fold of its own."""
+    """doctree-read: a section (or a page without sections, or one machine's tab) holds at most one {evidence} fold."""
     seen: dict[int, details] = {}
     for fold in doctree.findall(details):
         if not _is_fold(fold):
             continue
-        section = next((a for a in _ancestors(fold) if isinstance(a, (nodes.section, nodes.document))), None)
+        section = next((a for a in _ancestors(fold) if _home(a)), None)
         first = seen.setdefault(id(section), fold)
         if first is not fold:
             logger.warning("a second {evidence} fold in this section (the first is at line %s): a section has one fold, "
