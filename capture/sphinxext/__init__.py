@@ -10,6 +10,7 @@ from . import snippet
 from .charts import DataChartDirective
 from .claims import ClaimDirective
 from .coderule import check_code_blocks
+from .comparisons import CmpRole
 from .freshness import STORE
 from .meta import MetaRole
 from .numbers import NumRole
@@ -55,6 +56,7 @@ def setup(app):
     app.add_directive("platform-table", PlatformTableDirective)
     app.add_role("num", NumRole())
     app.add_role("meta", MetaRole())
+    app.add_role("cmp", CmpRole())
     app.connect("config-inited", _add_static)
     app.add_css_file("capture.css")
     app.connect("doctree-resolved", check_code_blocks)
