@@ -523,3 +523,29 @@ def test_a_claim_that_the_data_cannot_tell_must_not_assert_on_a_reader_page(site
                       ":where: cpu\n同步后的时间是返回时的一百倍以上。\n:::")
     code, err, _ = build(site.root, tmp_path / "decided")
     assert code == 0, err
+
+
+def test_a_table_cell_and_the_claims_evidence_round_one_value_alike(site, tmp_path):
+    frag = site.fragments / "linux-x86_64-cpu/measure@cpu.json"
+    meta = json.loads(frag.read_text())
+    for r in meta["records"]:
+        if r["name"] == "t.returned":
+            r["value"] = 0.00023949  # 239.49 µs: rounded to 4 digits first it became 240 µs
+    frag.write_text(json.dumps(meta))
+    (site.root / "docs/index.md").write_text("""# 页
+
+```{records-table} 比较
+:rows: 测量 = measure@cpu
+:columns: 返回 = median({row}:t.returned)
+```
+
+:::{claim} median(measure@cpu:t.returned) < 0.5 * median(measure@cpu:t.synced)
+返回得早。
+:::
+""")
+    code, err, out = build(site.root, tmp_path)
+    assert code == 0, err
+    doc = page(out)
+    shown = cell(doc.find_all("table", "book-records-table")[0], "返回", 0)
+    evidence = doc.find_all(cls="book-claim-marks")[0].text()
+    assert shown == "239\u00a0µs" and shown in evidence and "240" not in evidence, evidence
