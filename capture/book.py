@@ -293,7 +293,7 @@ class Book:
                 seen[ref] = recs
             return recs
 
-        return Evaluator(lookup, self.drifts.of_record(platform))
+        return Evaluator(lookup, self.drifts.of_platform(platform))
 
     @cached_property
     def drifts(self) -> verdictmod.Drifts:

@@ -189,13 +189,17 @@ class KindDrift:
     logs: list[float] = field(default_factory=list)  # |ln ratio| between re-runs of identical inputs
     changed_logs: list[float] = field(default_factory=list)  # ... between captures whose inputs changed
     spread_logs: list[float] = field(default_factory=list)  # ln(max/min) over a record's repeats in one capture
+    # how far the ratio of two records of this kind from the same process moved (re-runs; changed inputs)
+    shared_logs: list[float] = field(default_factory=list)
+    shared_changed_logs: list[float] = field(default_factory=list)
 
-    def basis(self) -> tuple[list[float], str]:
+    def basis(self, shared: bool = False) -> tuple[list[float], str]:
         """The pairs the drift is taken from: re-runs of identical inputs when there are enough; else those
         and the captures across a change of the inputs too (which can only widen it)."""
-        if len(self.logs) >= MIN_PAIRS:
-            return self.logs, "re-runs"
-        both = self.logs + self.changed_logs
+        logs, changed = (self.shared_logs, self.shared_changed_logs) if shared else (self.logs, self.changed_logs)
+        if len(logs) >= MIN_PAIRS:
+            return logs, "re-runs"
+        both = logs + changed
         return (both, "re-runs and changed inputs") if len(both) >= MIN_PAIRS else ([], "")
 
 
@@ -221,9 +225,17 @@ def measure(root: Path, platform: str) -> dict[str, KindDrift]:
             if old.program[:3] != new.program[:3]:  # another device, command or hash scheme: not comparable
                 continue
             a, b = _index(old.records), _index(new.records)
+            same = old.program == new.program
+            moves: dict[tuple, list[float]] = {}  # (process, kind) -> ln(new / old) of each record
             for k in sorted(a.keys() & b.keys()):
                 kd = out[kind(k[0], dict(k[1]))]
-                (kd.logs if old.program == new.program else kd.changed_logs).append(abs(math.log(b[k] / a[k])))
+                (kd.logs if same else kd.changed_logs).append(abs(math.log(b[k] / a[k])))
+                moves.setdefault((dict(k[1]).get("process", ""), kind(k[0], dict(k[1]))), []).append(
+                    math.log(b[k] / a[k]))
+            for (_, k), ms in moves.items():  # two records of one process: how far their ratio moved
+                kd = out[k]
+                shared = [abs(x - y) for i, x in enumerate(ms) for y in ms[i + 1:]]
+                (kd.shared_logs if same else kd.shared_changed_logs).extend(shared)
     return out
 
 
@@ -245,8 +257,12 @@ def table(root: Path) -> dict:
         for k, kd in kinds.items():
             logs, source = kd.basis()
             factor, source = (math.exp(max(logs)), source) if logs else (DEFAULT, "default")
+            shared, _ = kd.basis(shared=True)
             rows[k] = {
                 "drift": _up(factor),
+                # the ratio of two such records from the same process, where it moved less than two drifts
+                "shared": _up(math.exp(max(shared))) if shared and math.exp(max(shared)) < factor ** 2 else None,
+                "shared_pairs": len(shared),
                 "source": source,
                 "pairs": len(logs),
                 "reruns": len(kd.logs),
@@ -279,6 +295,8 @@ def render(data: dict) -> str:
             r = rows[k]
             p95 = f"{r['p95']:.3f}" if r["p95"] else "-"
             sp = f"{r['spread_p95']:.3f}" if r["spread_p95"] else "-"
+            sh = f"x{r['shared']:.3f}" if r["shared"] else "-"
             lines.append(f"  {k:<7} x{r['drift']:<7.3f} {r['source']:<26} {r['reruns']:>4} re-run pairs, "
-                         f"{r['changed']:>4} across changed inputs; p95 x{p95:<6} spread over repeats p95 x{sp}")
+                         f"{r['changed']:>4} across changed inputs; p95 x{p95:<6} spread over repeats p95 x{sp:<8} "
+                         f"same-process ratio {sh} ({r['shared_pairs']} pairs)")
     return "\n".join(lines)

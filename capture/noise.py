@@ -7,8 +7,9 @@ three ways on each captured platform:
   docs/_fragments/<platform>; fragments another host captured are left out, as the pages leave them
   out). No verdict may be yes in one state and no in another.
 - drift: every timing record multiplied by its own factor drawn within its kind's measured drift
-  on that platform (docs/drift.json; a stats triple X.min / X.median / X.max is re-sorted, as repeats
-  that moved would sort). A verdict may become cannot tell; it may never go from yes to no or back.
+  on that platform (docs/drift.json), records of one process moving together within their shared drift
+  (a stats triple X.min / X.median / X.max is re-sorted, as repeats that moved would sort). A verdict
+  may become cannot tell; it may never go from yes to no or back.
 - extreme: the same with factors growing step by step up to EXTREME (10x) either way: the expressions
   still evaluate (no crash), and no verdict goes from yes to no, or back, without a step of cannot tell.
 
@@ -58,9 +59,22 @@ def perturb(records: list[dict], factor) -> list[dict]:
     return out
 
 
-def within_drift(rng: random.Random, drift_of):
-    """A factor per record, uniform in log within its kind's measured drift (drift_of: name, tags -> ln)."""
-    return lambda r: math.exp(rng.uniform(-1, 1) * drift_of(r["name"], r.get("tags") or {}))
+def within_drift(rng: random.Random, pd: verdict.PlatformDrift):
+    """factor(fragment key, record): uniform in log within the record's kind's measured drift; where the
+    kind has a shared drift (two records of one process move together), a factor common to the process
+    times one within half the shared drift, so that their ratio stays within it too."""
+    common: dict[tuple, float] = {}
+
+    def factor(key: str, r: dict) -> float:
+        tags = r.get("tags") or {}
+        k, d = pd.kind(r["name"], tags), pd.record(r["name"], tags)
+        s = pd.shared(k)
+        if s is None or s / 2 >= d:
+            return math.exp(rng.uniform(-d, d))
+        c = common.setdefault((key, tags.get("process", ""), k), rng.uniform(-1, 1))
+        return math.exp(c * (d - s / 2) + rng.uniform(-1, 1) * s / 2)
+
+    return factor
 
 
 @dataclass
@@ -112,10 +126,10 @@ def run(root: Path, seeds: int = 10) -> list[PlatformReport]:
     reports = []
     for plat in base_book.platforms():
         rep, before = _base(base_book, exprs, plat)
-        drift_of = base_book.drifts.of_record(plat)
+        pd = base_book.drifts.of_platform(plat)
         for seed in range(seeds):
-            factor = within_drift(random.Random(seed), drift_of)
-            book = _with(base_book, plat, lambda f: perturb(f.records, factor))
+            factor = within_drift(random.Random(seed), pd)
+            book = _with(base_book, plat, lambda f: perturb(f.records, lambda r, key=f.key: factor(key, r)))
             _flips(before, evaluate(book, exprs, plat), f"seed {seed}", rep)
         reports.append(rep)
     return reports

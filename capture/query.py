@@ -71,6 +71,9 @@ class Value:
       (capture/verdict.py; 0: exact)
     why: for a verdict, the comparison that decided it, with both sides' values.
     timed: for a verdict, whether a comparison of measurements went into it (a timing verdict).
+    kind: a measured value's kind of figure (capture/drift.py), when it is one record's or all its parts share it.
+    proc: where a measured value was taken (fragment, how it was aggregated, the processes behind it), for the
+      shared drift of two figures from one process (capture/verdict.py); () when it mixes several.
     label: the record it was read from (reference text, with the tags that picked it).
     tags: the record's tags (a list of records is paired by them).
     """
@@ -85,6 +88,8 @@ class Value:
     label: str = ""
     tags: tuple[tuple[str, str], ...] = ()
     timed: bool = False
+    kind: str = ""
+    proc: tuple = ()
 
     @property
     def spread(self) -> tuple[float, float]:
@@ -128,21 +133,24 @@ def check_syntax(expr: str) -> None:
         raise QueryError(f"cannot parse {expr!r}: {e.msg}") from None
 
 
-def record_values(ref: Ref, records: list[dict], drift=None) -> list[Value]:
+def record_values(ref: Ref, records: list[dict], drift: verdict.PlatformDrift | None = None) -> list[Value]:
     """The records a reference selected, as Values. A measured record is one repeat (a run, a round, a
     process) or one statistic of a run (X.median): its spread comes from aggregating several of them
     (median over processes spans their range), not from the min and max of the run, which one slow
-    repeat would stretch. `drift(name, tags)` gives a measured record's drift (verdict.Drifts.of_record)."""
-    drift = drift or verdict.DEFAULT_DRIFTS.of_record(None)
+    repeat would stretch. `drift` gives a measured record's drift and kind on the platform (verdict.PlatformDrift)."""
+    drift = drift or verdict.DEFAULT_DRIFTS.of_platform(None)
     out = []
     for r in records:
         unit = r.get("unit", "")
         tags = tuple(sorted((r.get("tags") or {}).items()))
-        d = drift(r["name"], dict(tags)) if is_measured(unit) and _is_number(r["value"]) else 0.0
+        measured = is_measured(unit) and _is_number(r["value"])
+        d = drift.record(r["name"], dict(tags)) if measured else 0.0
         lo = hi = r["value"] if d else None
+        kind = drift.kind(r["name"], dict(tags)) if measured else ""
+        proc = (ref.key, "", frozenset([dict(tags).get("process", "")])) if measured else ()
         picked = [f"{k}={v}" for k, v in tags if k not in dict(ref.tags)]
         label = ref.text + (f"{{{','.join(picked)}}}" if picked and len(records) > 1 else "")
-        out.append(Value(r["value"], unit, (ref.key,), lo, hi, d, "", label, tags))
+        out.append(Value(r["value"], unit, (ref.key,), lo, hi, d, "", label, tags, kind=kind, proc=proc))
     return out
 
 
@@ -186,7 +194,25 @@ def _aggregate(fn: str, vals: list, expr: str) -> Value:
     else:  # median, mean: the typical value, spanning every repeat behind it
         v = statistics.median(nums) if fn == "median" else statistics.fmean(nums)
         lo, hi = min(los), max(his)
-    return Value(v, unit, _srcs(*vs), lo if drift else None, hi if drift else None, drift)
+    return Value(v, unit, _srcs(*vs), lo if drift else None, hi if drift else None, drift,
+                 kind=_common(x.kind for x in vs), proc=_aggregated_proc(fn, vs))
+
+
+def _common(xs) -> str:
+    xs = set(xs)
+    return xs.pop() if len(xs) == 1 else ""
+
+
+def _aggregated_proc(fn: str, vs: list[Value]) -> tuple:
+    """Where an aggregate was taken: one fragment's records of one process whatever the function; over
+    several processes, the function too (a median over processes orders like another median over them)."""
+    if not vs or any(not x.proc for x in vs) or len({x.proc[0] for x in vs}) != 1:
+        return ()
+    procs = frozenset().union(*(x.proc[2] for x in vs))
+    steps = {x.proc[1] for x in vs}
+    if len(procs) == 1 and steps == {""}:
+        return (vs[0].proc[0], "", procs)
+    return (vs[0].proc[0], fn + "(" + ",".join(sorted(steps)) + ")", procs)
 
 
 def _range(vals: list, expr: str) -> Range:
@@ -241,9 +267,9 @@ class Evaluator:
     """Evaluates expressions against a lookup(ref) -> list of record dicts on one platform; `drift(name, tags)`
     gives each timing record's drift there (verdict.Drifts.of_record; by default the fixed DEFAULT)."""
 
-    def __init__(self, lookup, drift=None):
+    def __init__(self, lookup, drift: verdict.PlatformDrift | None = None):
         self.lookup = lookup
-        self.drift = drift
+        self.drift = drift or verdict.DEFAULT_DRIFTS.of_platform(None)
 
     def refs(self, expr: str) -> list[Ref]:
         return parse_refs(expr)[1]
@@ -260,7 +286,7 @@ class Evaluator:
             tree = ast.parse(src, mode="eval")
         except SyntaxError as e:
             raise QueryError(f"cannot parse {expr!r}: {e.msg}") from None
-        ctx = _Ctx(expr, refs)
+        ctx = _Ctx(expr, refs, self.drift)
         out = ctx.eval(tree.body, self._env(refs))
         if isinstance(out, list):
             if len(out) != 1:
@@ -271,8 +297,9 @@ class Evaluator:
 
 
 class _Ctx:
-    def __init__(self, expr: str, refs: list[Ref]):
+    def __init__(self, expr: str, refs: list[Ref], drift: verdict.PlatformDrift):
         self.expr = expr
+        self.drift = drift
         self.back = {f"__r{i}": ref.text for i, ref in enumerate(refs)}
 
     def text(self, node) -> str:
@@ -425,8 +452,11 @@ class _Ctx:
         if not all(math.isfinite(x) for x in (v, lo, hi)):
             raise QueryError(f"a number in {self.expr!r} is too large to compute with (it is not finite)")
         unit = _unit_of(av.unit, bv.unit, op)
+        # scaled by a constant, a figure keeps its kind and where it was taken; mixed with another, it has neither
+        one = av if not bv.drift else bv if not av.drift else None
         return Value(v, unit, _srcs(av, bv), lo if drift else None, hi if drift else None, drift,
-                     label=av.label if not bv.label else bv.label if not av.label else "")
+                     label=av.label if not bv.label else bv.label if not av.label else "",
+                     kind=one.kind if one else "", proc=one.proc if one else ())
 
     @staticmethod
     def text_of(a: Value, b: Value) -> str:
@@ -478,7 +508,8 @@ class _Ctx:
                              "a measurement is never exactly equal to anything; use < or > with a factor")
         if numeric:
             try:
-                res = verdict.decide(name, av.spread, bv.spread, av.drift, bv.drift) if name not in ("eq", "ne") \
+                ld, rd = verdict.pair_drifts(av.drift, bv.drift, self.shared(av, bv))
+                res = verdict.decide(name, av.spread, bv.spread, ld, rd) if name not in ("eq", "ne") \
                     else (av.v == bv.v) == (name == "eq")
             except TypeError:
                 raise QueryError(f"cannot compare in {self.expr!r}") from None
@@ -489,10 +520,16 @@ class _Ctx:
                              f"{av.v!r} and {bv.v!r} are not numbers; words are compared with == or !=")
         why = f"{self._side(lnode, av)} {verdict.SYMBOLS[name]} {self._side(rnode, bv)}: {verdict.word(res)}"
         if numeric and (av.drift or bv.drift) and res is verdict.CANNOT_TELL:
-            why += f" (the spreads widened by their drift overlap: {_widened(av)} vs {_widened(bv)})"
+            why += f" (the spreads widened by their drift overlap: {_widened(av, ld)} vs {_widened(bv, rd)})"
         tags = av.tags or bv.tags
         return Value(res, "", _srcs(av, bv), why=why, label=av.label or bv.label, tags=tags,
                      timed=bool(numeric and (av.drift or bv.drift)))
+
+    def shared(self, a: Value, b: Value) -> float | None:
+        """The shared drift of two figures of one kind from the same process (capture/verdict.py)."""
+        if a.drift and b.drift and a.kind and a.kind == b.kind and a.proc and a.proc == b.proc:
+            return self.drift.shared(a.kind)
+        return None
 
     def _side(self, node, v: Value) -> str:
         text = v.label if v.label and isinstance(node, ast.Name) else self.text(node)
@@ -507,12 +544,12 @@ class _Ctx:
         return f"{text} = {shown}"
 
 
-def _widened(v: Value) -> str:
-    """A value's spread widened by its drift, for a why: "[62.5–85.4] (x1.2)"."""
-    if not v.drift:
+def _widened(v: Value, drift: float) -> str:
+    """A value's spread widened by a drift, for a why: "[62.5–85.4] (x1.2)"."""
+    if not drift:
         return f"{v.v:.4g}"
-    lo, hi = verdict.widened(v.spread, v.drift)
-    return f"[{lo:.4g}–{hi:.4g}] (x{math.exp(v.drift):.3g})"
+    lo, hi = verdict.widened(v.spread, drift)
+    return f"[{lo:.4g}–{hi:.4g}] (x{math.exp(drift):.3g})"
 
 
 def _unit_of(ua: str, ub: str, op) -> str:

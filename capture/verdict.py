@@ -19,7 +19,9 @@ branches, the noise test), in one place:
 
 So `a < b` with two timings says yes only when a's slowest repeat, raised by a's drift, stays below
 b's fastest repeat, lowered by b's drift: every capture the history shows would have ordered them the
-same way. A kind of figure a platform has no history for (and every kind of a platform not in the
+same way. Two figures of one kind from the same process (the same fragment and process, both sides
+aggregated the same way over the same processes) move together: where the history shows their ratio
+moves less than their two drifts together, each side is widened by half of that instead (`shared`). A kind of figure a platform has no history for (and every kind of a platform not in the
 table) takes DEFAULT, the old fixed rule: a factor 2 between two timings, sqrt(2) on each side. A claim
 that means "much less" says so with a factor (`a < 0.25 * b`) and gets its band around that factor.
 """
@@ -57,18 +59,49 @@ class Drifts:
         except (OSError, ValueError) as e:
             raise ValueError(f"{path}: cannot be read ({e}); recompute it with: python -m capture drift") from None
 
+    def _row(self, platform: str | None, kind_: str) -> dict:
+        return (self.table.get("platforms") or {}).get(platform or "", {}).get(kind_) or {}
+
     def factor(self, platform: str | None, kind_: str) -> float:
-        row = (self.table.get("platforms") or {}).get(platform or "", {}).get(kind_)
-        return float(row["drift"]) if row else DEFAULT
+        return float(self._row(platform, kind_).get("drift") or DEFAULT)
+
+    def of_platform(self, platform: str | None) -> PlatformDrift:
+        return PlatformDrift(self, platform)
 
     def of_record(self, platform: str | None):
-        """drift(name, tags) -> ln factor, for the records of one platform (query.record_values)."""
-        def drift(name: str, tags: dict) -> float:
-            return max(MIN_DRIFT, math.log(self.factor(platform, kind(name, tags))))
-        return drift
+        """drift(name, tags) -> ln factor, for the records of one platform."""
+        return self.of_platform(platform).record
+
+
+class PlatformDrift:
+    """One platform's drifts, as the query language asks for them."""
+
+    def __init__(self, drifts: Drifts, platform: str | None):
+        self.drifts, self.platform = drifts, platform
+
+    def kind(self, name: str, tags: dict) -> str:
+        return kind(name, tags)
+
+    def record(self, name: str, tags: dict) -> float:
+        """A timing record's drift, ln of its kind's factor on this platform."""
+        return max(MIN_DRIFT, math.log(self.drifts.factor(self.platform, kind(name, tags))))
+
+    def shared(self, kind_: str) -> float | None:
+        """ln of how far the ratio of two records of this kind from one process moved at most, where the
+        history shows it moves less than the two drifts together; None elsewhere."""
+        s = self.drifts._row(self.platform, kind_).get("shared")
+        return math.log(float(s)) if s else None
 
 
 DEFAULT_DRIFTS = Drifts()
+
+
+def pair_drifts(left_drift: float, right_drift: float, shared: float | None) -> tuple[float, float]:
+    """The drifts a comparison widens its two sides by: their own, or for two figures of one kind from the
+    same process (query.Value.proc), half the measured drift of their ratio each where that is smaller."""
+    if shared is not None and shared < left_drift + right_drift:
+        return shared / 2, shared / 2
+    return left_drift, right_drift
 
 
 def widened(spread: tuple[float, float], drift: float) -> tuple[float, float]:

@@ -19,6 +19,7 @@ from .platforms import PlatformTableDirective
 from .scope import PerPlatformDirective, UntilCapturedDirective
 from .verdicts import VerdictMatrixDirective
 from .provenance import copy_provenance
+from .share import report_share
 from .snippet import SnippetDirective
 from .tables import RecordsTableDirective
 from .terms import check_terms, report_unused
@@ -62,5 +63,6 @@ def setup(app):
     app.connect("doctree-resolved", check_tab_depth)
     app.connect("build-finished", report_unused)
     app.connect("build-finished", copy_provenance)
+    app.connect("build-finished", report_share)
     STORE.connect(app)  # pages showing fragments are re-read when the store changes
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "0.1"}

@@ -4,14 +4,13 @@ flips either; under extreme noise the expressions still evaluate and no yes turn
 step of cannot tell. And the drift table is the one the fragments' history gives."""
 
 import json
-import math
 import random
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from capture import drift
+from capture import drift, verdict
 from capture.book import Book
 from capture.noise import extreme, history, perturb, run, verdict_expressions, within_drift
 from capture.share import shares
@@ -73,8 +72,9 @@ def test_the_share_counts_timing_verdicts_and_names_the_undecided_ones():
 def test_perturb_moves_within_the_drift_keeps_stats_triples_ordered_and_words_untouched():
     recs = [{"name": f"x.{s}", "value": v, "unit": "s", "tags": {}} for s, v in (("min", 1.0), ("median", 1.1), ("max", 1.2))]
     recs.append({"name": "w", "value": "call", "unit": "", "tags": {}})
-    d = math.log(1.5)
+    table = {"platforms": {"p": {k: {"drift": 1.5} for k in drift.KINDS}}}
     for seed in range(50):
-        out = perturb(recs, within_drift(random.Random(seed), lambda name, tags: d))
+        factor = within_drift(random.Random(seed), verdict.Drifts(table).of_platform("p"))
+        out = perturb(recs, lambda r: factor("x@cpu", r))
         lo, mid, hi = (r["value"] for r in out[:3])
         assert lo <= mid <= hi and 1.0 / 1.5 <= lo and hi <= 1.2 * 1.5 and out[3]["value"] == "call"
