@@ -10,6 +10,7 @@ from . import snippet
 from .charts import DataChartDirective
 from .claims import ClaimDirective
 from .coderule import check_code_blocks
+from .drifttable import DriftTableDirective
 from .freshness import STORE
 from .meta import MetaRole
 from .numbers import NumRole
@@ -54,6 +55,7 @@ def setup(app):
     app.add_directive("until-captured", UntilCapturedDirective)
     app.add_directive("verdict-matrix", VerdictMatrixDirective)
     app.add_directive("platform-table", PlatformTableDirective)
+    app.add_directive("drift-table", DriftTableDirective)
     app.add_role("num", NumRole())
     app.add_role("meta", MetaRole())
     app.connect("config-inited", _add_static)

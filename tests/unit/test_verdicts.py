@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from capture import alike, fingerprint, verdict
+from capture import alike, drift, fingerprint, verdict
 from capture.query import Evaluator, MissingData, QueryError, parse_refs
 
 
@@ -150,3 +150,52 @@ def test_every_pair_of_spreads_either_decides_or_abstains_symmetrically():
     for (a, b), (c, d) in itertools.product(itertools.combinations([0.5, 1, 2, 4, 8], 2), repeat=2):
         lt, gt = verdict.decide("lt", (a, b), (c, d), SQRT2, SQRT2), verdict.decide("gt", (a, b), (c, d), SQRT2, SQRT2)
         assert (lt is None) == (gt is None) and (lt is None or lt != gt)
+
+
+@pytest.mark.parametrize("name, tags, want", [
+    ("matmul.first", {"device": "cuda", "process": "1"}, "first"),
+    ("chain8.first_call", {"device": "cpu"}, "first"),
+    ("mlp.first_step", {"device": "cuda"}, "first"),
+    ("firstuse.again", {"device": "cuda", "what": "cast"}, "first"),
+    ("matmul.device_init", {"device": "cuda"}, "first"),
+    ("chain8.device.median", {"device": "cuda", "timing": "device"}, "device"),
+    ("chaindims.device.min", {"device": "flex", "timing": "device"}, "min"),  # a CPU backend: its statistic
+    ("matmul.later.median", {"device": "cuda"}, "gpu"),
+    ("matmul.later.median", {"device": "cpu"}, "median"),
+    ("matmul.later.max", {"device": "cuda"}, "max"),
+    ("mlp.read.step.median", {"device": "cuda"}, "step"),
+    ("smallop.per_op", {"device": "flex"}, "step"),
+    ("ret.returned", {"device": "cpu", "run": "1"}, "mean"),
+    ("matmul.gflops", {"device": "cpu"}, "mean"),
+])
+def test_one_classifier_names_the_kind_of_each_figure(name, tags, want):
+    assert drift.kind(name, tags) == want
+
+
+TABLE = {"platforms": {"box": {"median": {"drift": 1.5, "shared": 1.1}, "mean": {"drift": 1.2}}}}
+
+
+def test_the_drift_comes_from_the_table_per_platform_and_kind_with_a_stated_default():
+    d = verdict.Drifts(TABLE)
+    assert d.factor("box", "median") == 1.5 and d.factor("box", "first") == drift.DEFAULT
+    assert d.factor("elsewhere", "median") == drift.DEFAULT  # a machine with no history yet
+    e = Evaluator(ev([rec("x.median", 1.0), rec("y", 1.0)]).lookup, d.of_platform("box"))
+    assert e.eval("t@cpu:x.median").drift == pytest.approx(math.log(1.5))
+    assert e.eval("t@cpu:x.median / t@cpu:y").drift == pytest.approx(math.log(1.5 * 1.2))  # factors multiply
+    assert e.eval("t@cpu:x.median + t@cpu:y").drift == pytest.approx(math.log(1.5))  # a sum: the largest
+
+
+def test_two_figures_of_one_process_use_their_shared_drift_and_no_others_do():
+    recs = [rec("a.median", 1.0, process=1), rec("b.median", 1.3, process=1), rec("c.median", 1.3, process=2)]
+    e = Evaluator(ev(recs).lookup, verdict.Drifts(TABLE).of_platform("box"))
+    assert e.eval("t@cpu:a.median < t@cpu:b.median").v is True  # same process: 1.0 * 1.1 < 1.3
+    assert e.eval("t@cpu:a.median < t@cpu:c.median").v is None  # another process: 1.0 * 1.5 * 1.5 > 1.3
+    assert e.eval("t@cpu:a.median < u@cpu:b.median").v is None  # another fragment
+    assert e.eval("0.5 * t@cpu:b.median < t@cpu:a.median").v is True  # a constant factor keeps the process
+
+
+def test_the_issue_example_is_decided_by_a_drift_under_1_2_and_not_by_one_over_it():
+    """candle vs burn, later matmul on the H200's GPU: 71.3 us [70.0-71.8] against 106 us [104-107]."""
+    candle, burn = (70.0e-6, 71.8e-6), (104.0e-6, 107.0e-6)
+    assert verdict.decide("lt", candle, burn, math.log(1.2), math.log(1.2)) is True
+    assert verdict.decide("lt", candle, burn, math.log(1.21), math.log(1.21)) is None
