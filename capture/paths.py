@@ -39,6 +39,11 @@ def cache_home() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "eager-book"
 
 
+def cargo_registry_src() -> Path:
+    """Where cargo unpacks the crates it downloads: $CARGO_HOME/registry/src (~/.cargo by default)."""
+    return Path(os.environ.get("CARGO_HOME") or Path.home() / ".cargo") / "registry" / "src"
+
+
 def relative_shape(text: object, what: str) -> PurePosixPath:
     """The checks that need no file system: a relative POSIX path without '..', '.' or empty parts."""
     if not isinstance(text, str) or not text.strip():
