@@ -99,7 +99,8 @@ class Book:
         self._frags: dict[tuple[str, FragmentKey], Fragment | None] = {}
         self._local = local
         self._ids: dict[str, identitymod.Identity] = {}
-        self.broken: dict[str, str] = {}  # platform -> why its platform.json cannot be read
+        # platform -> why its folder (capture/store.py folder_problems) or its platform.json cannot be used
+        self.broken: dict[str, str] = self.store.folder_problems()
         self._states: dict[tuple[str, FragmentKey], FragmentState] = {}
         # This host is the local platform's machine only if their fingerprints agree: a CI runner or
         # a new box that detects the same key is another machine, and the committed fragments are not its own.

@@ -18,6 +18,7 @@ from pathlib import Path
 from capture.keys import EXPERIMENT_ID, EXPERIMENT_ID_MAX
 from capture.paths import CRATE_NAME, PathError, relative_shape
 from capture.runner import DEFAULT_MAX_OUTPUT
+from capture import regular
 
 ROLES = ("cpu", "gpu")
 FRAMEWORKS = ("torch", "burn", "candle", "none")
@@ -368,11 +369,11 @@ class _Lines:
 
 def load(path: Path) -> Manifest:
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = regular.read_text(path)
     except UnicodeDecodeError as e:
         raise ManifestError(f"{display_path(path)}: not UTF-8 (byte offset {e.start})") from None
     except OSError as e:
-        raise ManifestError(f"{display_path(path)}: cannot read ({e.strerror or e})") from None
+        raise ManifestError(f"{display_path(path)}: cannot read ({e if isinstance(e, regular.NotRegular) else e.strerror or e})") from None
     shown = display_path(path)
     try:
         data = tomllib.loads(text)

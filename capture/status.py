@@ -82,6 +82,9 @@ def render(entries: list[Entry], book: Book | None = None) -> str:
         if todo and book is not None:
             cmd = f"nox -s regenerate -- --only {' '.join(todo)}" if es[0].local else book.identity(plat).regenerate_command(todo)
             lines.append(f"  to regenerate: {cmd}")
+    for plat, why in (book.broken.items() if book is not None else ()):
+        if plat not in by_plat:  # its folder cannot be used: said, not left out
+            lines.append(f"{plat}: broken: {why}")
     return "\n".join(lines)
 
 

@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from capture import atomic, oserror
+from capture import atomic, oserror, regular
 from capture.keys import PLATFORM_KEY, FragmentKey, check_platform_key
 from capture.paths import PathError, contained
 
@@ -120,8 +120,15 @@ def meta_problem(meta: object) -> str | None:
 
 
 def _read_text(path: Path) -> str:
-    """A file's text; UnicodeDecodeError and OSError propagate for the caller to name."""
-    return path.read_bytes().decode("utf-8")
+    """A regular file's text (capture/regular.py); UnicodeDecodeError and OSError propagate for the caller to name."""
+    return regular.read_text(path)
+
+
+def _unreadable(e: OSError | ValueError | RecursionError) -> str:
+    """Why a store file could not be read, for a corrupt state (the path is said before it)."""
+    if isinstance(e, regular.NotRegular):
+        return f"{e.what}, not a regular file; remove it (the next regenerate on that platform writes the file again)"
+    return f"unreadable ({type(e).__name__}: {e})"
 
 
 class Store:
@@ -151,10 +158,39 @@ class Store:
         return path
 
     def platforms(self) -> list[str]:
-        """Platform folders with a valid key (a folder with another name cannot have been written by the store)."""
-        if not self.root.is_dir():
+        """Platform folders with a valid key (a folder with another name cannot have been written by the store)
+        that can be read; the others are in folder_problems()."""
+        return sorted(set(self._named()) - set(self.folder_problems()))
+
+    def _named(self) -> list[str]:
+        """Entries of the store with a platform key's name, whatever they are."""
+        try:
+            return sorted(p.name for p in self.root.iterdir() if PLATFORM_KEY.fullmatch(p.name))
+        except OSError:  # no store yet, or not a folder: no platform (the store's own errors come from writes)
             return []
-        return sorted(p.name for p in self.root.iterdir() if p.is_dir() and PLATFORM_KEY.fullmatch(p.name))
+
+    def folder_problems(self) -> dict[str, str]:
+        """{platform: why its folder cannot be used}, naming the path and the fix: an entry with a platform's
+        name that is not a folder, a symlink out of the store, a folder that cannot be read."""
+        out = {}
+        for name in self._named():
+            d = self.root / name
+            restore = f"restore the folder (git checkout -- {name} in {self.root}), then run the command again"
+            try:
+                contained(d, self.root, "fragment folder")
+                mode = d.stat().st_mode
+            except PathError as e:
+                out[name] = f"{e}"
+                continue
+            except OSError as e:
+                out[name] = f"{d}: {e.strerror or e}; {restore}"
+                continue
+            if not stat.S_ISDIR(mode):
+                out[name] = f"{d} is {regular.kind(mode)}, not a platform's folder; move it away and {restore}"
+            elif not os.access(d, os.R_OK | os.X_OK):
+                out[name] = (f"{d}: cannot be read (permission denied); make it readable (chmod -R u+rX {d}), "
+                             "or leave that platform out of this checkout")
+        return out
 
     def keys(self, platform: str) -> list[str]:
         d = self._dir(platform)
@@ -179,7 +215,7 @@ class Store:
                     except PathError as e:
                         return self._corrupt(platform, key, f, f"a symlink is not a fragment ({e})")
             try:
-                raw = js.read_bytes()
+                raw = regular.read_bytes(js)
                 meta = json.loads(raw.decode("utf-8"))
             except UnicodeDecodeError as e:
                 return self._corrupt(platform, key, js, f"not UTF-8 (byte {e.object[e.start]:#04x} at offset {e.start})")
@@ -187,21 +223,21 @@ class Store:
                 what = "empty" if not e.doc.strip() else f"invalid JSON ({e.msg} at line {e.lineno} column {e.colno})"
                 return self._corrupt(platform, key, js, what)
             except (OSError, ValueError, RecursionError) as e:
-                return self._corrupt(platform, key, js, f"unreadable ({type(e).__name__}: {e})")
+                return self._corrupt(platform, key, js, _unreadable(e))
             why = meta_problem(meta)
             if why:
                 return self._corrupt(platform, key, js, why)
             try:
-                text = _read_text(txt) if txt.exists() else None  # missing: torn; a folder: unreadable
+                text = _read_text(txt) if txt.exists() else None  # missing: torn; a folder, a FIFO...: unreadable
             except UnicodeDecodeError as e:
                 return self._corrupt(platform, key, txt, f"not UTF-8 (byte {e.object[e.start]:#04x} at offset {e.start})")
             except OSError as e:
-                return self._corrupt(platform, key, txt, f"unreadable ({type(e).__name__}: {e})")
+                return self._corrupt(platform, key, txt, _unreadable(e))
             if text is not None and meta["text_sha256"] == sha256_text(text):
                 return Fragment(platform, key, text, meta)
             interrupted = text is None or self.interrupted(txt, meta["text_sha256"])
             try:
-                settled = js.read_bytes() == raw
+                settled = regular.read_bytes(js) == raw
             except OSError:
                 settled = False
             if settled:
@@ -228,7 +264,7 @@ class Store:
             if txt.suffix != ".txt" or txt.is_symlink() or js.is_symlink():
                 continue
             try:
-                vouched = json.loads(js.read_bytes().decode("utf-8")).get("text_sha256")
+                vouched = json.loads(regular.read_text(js)).get("text_sha256")
             except (OSError, ValueError, AttributeError, RecursionError):
                 continue
             if atomic.sha256_file(txt) != vouched and atomic.sha256_file(kept) == vouched:
@@ -276,7 +312,7 @@ class Store:
         path = self._skip_path(platform, key)
         body = json.dumps({"schema": SCHEMA, "reason": reason}, ensure_ascii=False) + "\n"
         try:
-            same = not path.is_symlink() and path.is_file() and path.read_bytes() == body.encode("utf-8")
+            same = not path.is_symlink() and path.is_file() and regular.read_bytes(path) == body.encode("utf-8")
         except OSError:
             same = False
         if not same:
@@ -292,6 +328,8 @@ class Store:
             return None, None
         try:
             data = json.loads(_read_text(path))
+        except regular.NotRegular as e:
+            return None, f"{path}: {_unreadable(e)}"
         except (OSError, ValueError, RecursionError) as e:
             return None, f"{path}: {'empty' if isinstance(e, json.JSONDecodeError) and not e.doc.strip() else type(e).__name__ + ': ' + str(e)}"
         if not isinstance(data, dict) or not isinstance(data.get("reason", "skipped"), str):
