@@ -128,7 +128,7 @@ class IdentityError(ValueError):
 
 def read(store_root: Path, key: str) -> Identity | None:
     p = path(store_root, key)
-    if not (p.is_file() or p.is_symlink()):
+    if not (p.exists() or p.is_symlink()):
         return None
     try:
         if p.is_symlink():  # a control file is never followed out of the store (capture/paths.py rules)

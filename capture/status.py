@@ -74,7 +74,7 @@ def render(entries: list[Entry], book: Book | None = None) -> str:
         here = ", this machine" if es and es[0].local else ""
         lines.append(f"{plat}{name}{here}: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
         if book is not None and plat in book.broken:
-            lines.append(f"  broken   platform.json: {book.broken[plat]}")
+            lines.append(f"  broken   {book.broken[plat]}")
         for e in es:
             if e.state != "n/a":
                 lines.append(f"  {e.state:<8} {e.key:<32} {e.detail}")
