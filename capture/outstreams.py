@@ -67,12 +67,15 @@ class Guarded(io.TextIOBase):
             self.shared.to_log(text)
             return len(text)
         try:
+            enc = getattr(self.stream, "encoding", None) or "utf-8"
             try:
-                self.stream.write(text)
-            except UnicodeEncodeError:
-                enc = self.stream.encoding or "ascii"
-                self.stream.write(text.encode(enc, "backslashreplace").decode(enc))
+                text.encode(enc)
+            except UnicodeEncodeError:  # stderr escapes on its own (errors=backslashreplace), stdout would raise: both counted
+                text = text.encode(enc, "backslashreplace").decode(enc)
                 self.shared.escaped[self.name] = self.shared.escaped.get(self.name, 0) + 1
+            except LookupError:
+                pass
+            self.stream.write(text)
             if "\n" in text:
                 self.stream.flush()  # a broken pipe shows here, on the line that hit it, not at exit
         except (OSError, ValueError) as e:  # EPIPE, EBADF, EIO; ValueError: the stream was closed

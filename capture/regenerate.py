@@ -207,12 +207,12 @@ def _adopt(layout: Layout, manifest: Manifest, platform: Platform, store: Store,
               f"{layout.rel(stage.root)} first", file=out)
         outcomes = regenerate(layout, manifest, platform, stage, replace(opts, adopt=False), out)
         missing = set(hosts.not_captured(store, stage, platform.key))  # skipped or n/a here: not captured either
-        outcomes = [replace(o, status="failed", message=f"not captured on this host ({o.status}: {o.message or 'no fragment'}); "
-                               f"{platform.key} has it") if o.key in missing and o.status != "failed" else o for o in outcomes]
+        why = {o.key: f"{o.key} (not captured here: {o.status}: {o.message or 'no fragment'})" for o in outcomes
+               if o.key in missing and o.status != "failed"}
+        outcomes = [replace(o, status="failed", message=why[o.key]) if o.key in why else o for o in outcomes]
         failed = [o.key for o in outcomes if o.status == "failed"]
         if failed:
-            shown = [f"{k} (not captured here: {o.message.split('(', 1)[1].split(')')[0]})" if k in missing else k
-                     for k in failed[:8] for o in outcomes if o.key == k]
+            shown = [why.get(k, k) for k in failed[:8]]
             print(f"adoption not finished: {len(failed)} failed ({', '.join(shown)}{' ...' if len(failed) > 8 else ''}); "
                   f"{layout.rel(store.root / platform.key)} is unchanged. Fix them and run the same command again: "
                   f"the fragments captured so far are kept in {layout.rel(stage.root)}", file=out)
