@@ -131,6 +131,17 @@ def edited_with_fifo_leftover(L: Layout) -> None:
     (frag_dir(L) / f"{VICTIM}.txt").write_text("edited\n")
 
 
+def big_records(*values: int) -> Callable[[Layout], None]:
+    """The victim's fragment carries integer records as large as a double holds (a record may), and a page claims on them."""
+    def setup(L: Layout) -> None:
+        js = frag_dir(L) / f"{VICTIM}.json"
+        meta = json.loads(js.read_text())
+        meta["records"] += [{"name": f"big{i}", "value": v, "unit": "", "tags": {}} for i, v in enumerate(values)]
+        js.write_text(json.dumps(meta, indent=1))
+        write(L.root / "docs/big.md", "# big\n\n:::{claim} victim@cpu:big0 * victim@cpu:big1 > 1\nlarge\n:::\n")
+    return setup
+
+
 @dataclass
 class Row:
     id: str
@@ -237,6 +248,13 @@ ROWS = [
     Row("status-other-identity-list", "platform writer", lambda L: other_platform(L, b"[1]"), ["status"],
         "linux-x86_64-other-box/platform.json: not a valid platform identity", 0),
 
+    # -- numbers from records: never an OverflowError ---------------------------------------------
+    Row("claim-product-of-large-ints", "numbers", big_records(10**200, 10**200), ["status"], "victim@cpu:big0 * victim@cpu:big1 … too large", 0,
+        changes=(f"{PLAT}/{VICTIM}.json",)),
+    Row("claim-product-of-large-ints-check", "numbers", big_records(10**300, -10**300), ["status", "--check"], "too large", 1,
+        changes=(f"{PLAT}/{VICTIM}.json",)),
+    Row("claim-large-ints-that-fit", "numbers", big_records(10**150, 10**150), ["status"], "", 0, changes=(f"{PLAT}/{VICTIM}.json",)),
+
     # -- output that cannot be written: the batch finishes, the end says where it went --------------
     Row("status-latin1", "output", lambda L: None, ["status"], "", 0, env={"PYTHONIOENCODING": "latin-1"}),
     Row("status-ascii", "output", lambda L: None, ["status"], "", 0, env={"PYTHONIOENCODING": "ascii"}),
@@ -321,6 +339,90 @@ def test_the_table_covers_every_class():
     for r in ROWS:
         counts[r.category] = counts.get(r.category, 0) + 1
     assert len({r.id for r in ROWS}) == len(ROWS)
-    assert set(counts) == {"non-regular file", "replaced folder", "platform writer", "output"}, counts
-    assert min(counts.values()) >= 5, counts
+    assert set(counts) == {"non-regular file", "replaced folder", "platform writer", "output", "numbers"}, counts
+    assert min(counts.values()) >= 3, counts
     assert not re.search(r"\s$", "".join(r.message for r in ROWS))
+
+
+# -- numbers, in the core: exact ints or a clear "too large"; never more digits than measured, never -0 --------
+NBSP = "\u00a0"
+FORMAT_ROWS = [  # (value, unit, style, shown)
+    (5e-324, "s", "", f"4.94e-315{NBSP}ns"),
+    (5e-324, "", "", "4.94e-324"),
+    (-0.0, "s", "", f"0{NBSP}ns"),
+    (-0.0, "", "", "0"),
+    (-0.0, "", "ratio", f"0{NBSP}倍"),
+    (-0.0, "", "percent", "0%"),
+    (-0.0, "B", "", f"0{NBSP}B"),
+    (10**200, "", "", "1" + "0" * 200),  # a count: exact
+    (3.3e199, "", "", "3.30e+199"),  # a float past 2**53: no invented digits
+    (1e300, "s", "", f"1.00e+300{NBSP}s"),
+    (1e16, "", "", "1.00e+16"),
+    (1e300, "", "ratio", f"1.00e+292{NBSP}亿倍"),
+    (2.5e-9, "s", "", f"2.5{NBSP}ns"),
+    (123456, "s", "", f"123000{NBSP}s"),
+]
+
+
+@pytest.mark.parametrize("value, unit, style, shown", FORMAT_ROWS, ids=[f"{v!r}-{u}-{s}"[:40] for v, u, s, _ in FORMAT_ROWS])
+def test_the_formatter_shows_only_the_digits_it_has(value, unit, style, shown):
+    from capture.fmt import fmt_value
+    from capture.query import Value
+    out = fmt_value(Value(value, unit), style=style) if unit or style else fmt_value(value)
+    assert out == shown
+    assert len(out) < 40 or set(out) <= set("0123456789"), out  # only an exact count may be long
+
+
+BIG = 10**200
+ARITH_ROWS = [  # (expression, records, value or the QueryError's words)
+    ("a@cpu:x * a@cpu:x", {"x": BIG}, "too large"),
+    ("a@cpu:x * a@cpu:x > 1", {"x": BIG}, "too large"),
+    ("-a@cpu:x * a@cpu:x", {"x": BIG}, "too large"),
+    ("a@cpu:x * a@cpu:x - 1", {"x": BIG}, "too large"),
+    ("median(a@cpu:x) * a@cpu:x", {"x": BIG}, "too large"),
+    ("a@cpu:x * 1e200", {"x": BIG}, "too large"),
+    ("a@cpu:x / a@cpu:x", {"x": BIG}, 1.0),
+    ("a@cpu:x + 1", {"x": 2**60}, 2**60 + 1),  # exact while it fits
+    ("a@cpu:x * a@cpu:x", {"x": 10**150}, 10**300),
+    ("a@cpu:x > 1.5", {"x": BIG}, True),
+]
+
+
+@pytest.mark.parametrize("expr, recs, want", ARITH_ROWS, ids=[r[0] for r in ARITH_ROWS])
+def test_arithmetic_on_large_records_is_exact_or_too_large(expr, recs, want):
+    from capture.query import Evaluator, QueryError
+    ev = Evaluator(lambda ref: [{"name": ref.name, "value": recs[ref.name], "unit": "", "tags": {}}])
+    if isinstance(want, str):
+        with pytest.raises(QueryError, match=want):
+            ev.eval(expr)
+    else:
+        assert ev.eval(expr).v == want
+
+
+# -- messages that named the wrong cause -----------------------------------------------------------
+def test_an_argument_list_too_long_is_not_called_a_wrong_binary(tmp_path):
+    import errno
+    from capture.platform import exec_failure
+    exe = Path(sys.executable).resolve()
+    msg = exec_failure(str(exe), OSError(errno.E2BIG, os.strerror(errno.E2BIG)))
+    assert "Argument list too long" in msg and "getconf ARG_MAX" in msg and "executable and this machine" not in msg
+    msg = exec_failure(str(exe), OSError(errno.EACCES, os.strerror(errno.EACCES)))
+    assert "executable and this machine" not in msg  # the binary's kind is the cause only for ENOEXEC
+
+
+@pytest.mark.parametrize("block", ["file", "fifo"])
+def test_a_doctree_folder_that_cannot_be_written_is_one_clear_error(tmp_path, block):
+    from sphinx.errors import ConfigError
+    from capture.sphinxext.site import buildguard
+    out = tmp_path / "html"
+    out.mkdir()
+    parent = tmp_path / "_build"
+    if block == "file":
+        parent.write_text("a file where the build folder goes\n")
+    else:
+        os.mkfifo(parent)
+    app = type("App", (), {"outdir": str(out), "doctreedir": str(parent / ".doctrees")})()
+    with pytest.raises(ConfigError, match=r"cannot write the build's doctree folder: .*_build.*; .*-d OTHER_DIR"):
+        buildguard.on_config_inited(app, None)
+    if getattr(app, "_book_build_lock", None) is not None:
+        os.close(app._book_build_lock)
