@@ -183,6 +183,13 @@ class Book:
             self._frags[k] = self.store.read(platform, str(key))
         return self._frags[k]
 
+    def corrupt(self, platform: str, key: FragmentKey, failure: Fragment | None = None) -> str | None:
+        """Store.corrupt, reusing the fragment this book has read (and the failure record when given)."""
+        for frag in (self.fragment(platform, key), failure if failure is not None else self.store.read(platform, str(key), True)):
+            if frag is not None and frag.corrupt:
+                return frag.corrupt
+        return self.store.skip_problem(platform, str(key))
+
     def current(self, key: FragmentKey) -> tuple[str, dict]:
         if key not in self._inputs:
             rec = inputsmod.inputs(self.experiment(key), key.role, self.layout)

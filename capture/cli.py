@@ -106,6 +106,7 @@ def cmd_status(args, layout: Layout) -> int:
     manifest, store = _common(layout)
     here = _platform()
     book = Book(layout.root, _book_order(layout), of_machine(here, machine_record(here)))
+    book.manifest = manifest  # the one _common read (a cached_property: read once)
     platforms = book.platforms() + ([here.key] if here.key not in book.platforms() else [])
     if args.platform:  # one machine, perhaps one that has never captured: what it will run, and how
         try:

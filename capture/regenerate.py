@@ -106,7 +106,7 @@ def plan(layout: Layout, manifest: Manifest, platform: Platform, store: Store, o
             job = Job(exp, role, res.device, skip_reason=res.reason)
             if res.device:
                 job.old = store.read(platform.key, job.key)
-                job.corrupt = store.corrupt(platform.key, job.key)
+                job.corrupt = (job.old.corrupt if job.old is not None else None) or store.corrupt_beside(platform.key, job.key)
                 job.error = source_problem(exp, layout, manifest.where(exp))
                 if not job.error:
                     try:

@@ -39,7 +39,7 @@ def collect(book: Book, platforms: list[str]) -> list[Entry]:
                 key = FragmentKey(exp.id, role)
                 st = book.state(plat, key)
                 fail = book.store.read(plat, str(key), failed=True)
-                corrupt = book.store.corrupt(plat, str(key))
+                corrupt = book.corrupt(plat, key, fail)
                 if corrupt:  # a file that cannot be used; the next regenerate on that platform overwrites it
                     out.append(Entry(plat, str(key), "corrupt", corrupt, st.fix, st.local))
                 elif st.state == "not-applicable":

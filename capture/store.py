@@ -139,8 +139,21 @@ class Store:
         """The platform's folder: a valid platform key (capture.keys), and not a symlink out of the store."""
         check_platform_key(platform)
         d = self.root / platform
-        contained(d, self.root, "fragment folder")
+        self._contained(d, "fragment folder")
         return d
+
+    def _contained(self, d: Path, what: str) -> None:
+        """contained(d, root), cheaply where it cannot fail: the root itself, or one plain name below it that is
+        not a symlink (a key has no '/' or '..'); resolving every path would make each read cost a realpath."""
+        if d == self.root:
+            return
+        if d.parent == self.root:
+            try:
+                if not stat.S_ISLNK(os.lstat(d).st_mode):
+                    return
+            except OSError:  # absent: it resolves to a name inside the store
+                return
+        contained(d, self.root, what)
 
     def _paths(self, platform: str, key: str, failed: bool = False) -> tuple[Path, Path]:
         FragmentKey.parse(key)
@@ -151,7 +164,7 @@ class Store:
     def _control(self, path: Path, what: str) -> Path:
         """A control file's path (lock, skip record): inside the store, and never a symlink (whatever it points to,
         following it would write or read a file that is not the store's)."""
-        contained(path.parent, self.root, what)
+        self._contained(path.parent, what)
         if path.is_symlink():
             raise PathError(f"{what} {path} is a symlink (to {os.readlink(path)}); a control file of the store is a plain "
                             f"file: remove the link ({path}), then run the command again")
@@ -284,8 +297,16 @@ class Store:
             frag = self.read(platform, key, failed)
             if frag is not None and frag.corrupt:
                 return frag.corrupt
-        _, why = self._read_skip(platform, key)
-        return why
+        return self.skip_problem(platform, key)
+
+    def corrupt_beside(self, platform: str, key: str) -> str | None:
+        """corrupt() for the files beside a fragment already read: its failure record and skip record."""
+        frag = self.read(platform, key, True)
+        return frag.corrupt if frag is not None and frag.corrupt else self.skip_problem(platform, key)
+
+    def skip_problem(self, platform: str, key: str) -> str | None:
+        """Why the skip record of (platform, key) is corrupt, or None."""
+        return self._read_skip(platform, key)[1]
 
     def write(self, platform: str, key: str, text: str, meta: dict) -> None:
         """Publish a good fragment (text and JSON as a unit) and clear any failure record beside it."""
