@@ -130,6 +130,13 @@ def cmd_status(args, layout: Layout) -> int:
         print(render(entries, book))
         if note:
             print(note)
+        for plat in platforms:  # what an interrupted write (a restamp, a killed regenerate) left behind
+            from capture.atomic import dead_leftovers
+
+            left = dead_leftovers(store.root / plat)
+            if left:
+                print(f"{plat}: {len(left)} temporary file(s) of a run that no longer exists ({', '.join(p.name for p in left[:3])}"
+                      f"{' ...' if len(left) > 3 else ''}); the next regenerate or restamp there removes them")
         for c in claims:
             print(f"claim fails on {c['platform']}: {c['where']}: {c['text']}  ({c['why']})")
         for c in undecided:

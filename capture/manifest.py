@@ -13,6 +13,7 @@ import math
 import re
 import tomllib
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from capture.keys import EXPERIMENT_ID, EXPERIMENT_ID_MAX
@@ -128,10 +129,14 @@ class Manifest:
         """`docs/experiments.toml:LINE: experiment ID` for messages about one entry."""
         return f"{self.display}:{exp.line}: experiment {exp.id}"
 
+    @cached_property
+    def _by_id(self) -> dict[str, Experiment]:
+        return {e.id: e for e in reversed(self.experiments)}  # the first of a repeated id, as a scan finds it
+
     def get(self, exp_id: str) -> Experiment:
-        for e in self.experiments:
-            if e.id == exp_id:
-                return e
+        found = self._by_id.get(exp_id)  # an index: pages and status ask once per reference
+        if found is not None:
+            return found
         known = ", ".join(e.id for e in self.experiments)
         if len(exp_id) > EXPERIMENT_ID_MAX:
             raise ManifestError(f"{self.path}: no experiment {exp_id[:40] + '...'!r} ({len(exp_id)} characters; known: {known})")

@@ -114,6 +114,15 @@ def gpu_platform(L: Layout) -> None:
     (d / "platform.json").write_text(json.dumps(ident, indent=1))
 
 
+def gpu_fragment(L: Layout) -> None:
+    """The GPU platform also holds a GPU-role fragment (its metadata says torch on cuda)."""
+    d = L.fragments / GPU_KEY
+    meta = json.loads((d / f"{VICTIM}.json").read_text())
+    meta.update(role="gpu", framework="torch", device="cuda")
+    shutil.copy(d / f"{VICTIM}.txt", d / "victim@gpu.txt")
+    (d / "victim@gpu.json").write_text(json.dumps(meta, indent=1))
+
+
 def other_platform(L: Layout, ident_bytes: bytes | None = None, key: str = "linux-x86_64-other-box") -> Path:
     d = L.fragments / key
     shutil.copytree(frag_dir(L), d)
@@ -229,9 +238,13 @@ ROWS = [
     # -- commands that replace a platform's fragments or identity ----------------------------------
     Row("adopt-gpu-platform-without-gpu", "platform writer", gpu_platform, ["regenerate", "--adopt"],
         f"cannot adopt {GPU_KEY} on this host … gpu: burn on cuda … Nothing was run or written", 2, env={"BOOK_PLATFORM": GPU_KEY}),
-    Row("adopt-gpu-platform-broken-identity", "platform writer", both(gpu_platform, lambda L: shutil.copy(
-        L.fragments / GPU_KEY / "platform.json", L.root / "keep.json")), ["regenerate", "--adopt", "--only", "victim"],
+    Row("adopt-only-refused", "platform writer", gpu_platform, ["regenerate", "--adopt", "--only", "victim"],
         "--adopt captures every fragment of the platform", 2, env={"BOOK_PLATFORM": GPU_KEY}),
+    Row("adopt-gpu-platform-broken-identity", "platform writer", both(gpu_platform, gpu_fragment, lambda L: (
+        L.fragments / GPU_KEY / "platform.json").write_text("{")), ["regenerate", "--adopt"],
+        f"cannot adopt {GPU_KEY} on this host … gpu: torch on cuda … Nothing was run or written", 2, env={"BOOK_PLATFORM": GPU_KEY}),
+    Row("status-names-leftover-tmp", "platform writer", tmp_leftover, ["status"],
+        f"{PLAT}: 1 temporary file(s) of a run that no longer exists (.{VICTIM}.json.999999999.abcdef.tmp)", 0),
     Row("adopt-skipped-job-not-captured", "platform writer", victim_entry('platforms = ["macos"]\n'), ["regenerate", "--adopt", "--no-review"],
         "adoption not finished: 1 failed (victim@cpu (not captured here: skipped: runs only on macos))", 1, then=stage_kept_platform_whole),
     Row("adopt-failed-job", "platform writer", victim_code("raise SystemExit(3)\n"), ["regenerate", "--adopt", "--no-review"],
@@ -322,7 +335,9 @@ def test_ctrl_c_while_status_starts_leaves_no_traceback(fb, delay):
     """Ctrl-C at any moment of `status` (imports included) ends with a line, never a traceback."""
     code = ("import threading, _thread, runpy, sys\n"
             f"sys.path.insert(0, {str(Path(__file__).resolve().parents[2])!r})\n"
-            f"threading.Timer({delay}, _thread.interrupt_main).start()\n"
+            f"t = threading.Timer({delay}, _thread.interrupt_main)\n"
+            "t.daemon = True  # the harness's timer: the interpreter's exit does not wait for it\n"
+            "t.start()\n"
             f"sys.argv = ['capture', '--root', {str(fb.root)!r}, 'status']\n"
             "runpy.run_module('capture', run_name='__main__', alter_sys=True)\n")
     before = snapshot(fb)
