@@ -220,6 +220,8 @@ ROWS = [
         changes=(f"{PLAT}/{VICTIM}.failed.txt", f"{PLAT}/{VICTIM}.failed.json")),
     Row("fifo-lock-regenerate", "non-regular file", both(victim_code("print('changed')\n"), fifo("docs/_fragments/.lock")), REGEN,
         "lock file … is not a plain file", 2),
+    Row("fifo-page-status", "non-regular file", fifo("docs/fifo.md"), ["status"], "docs/fifo.md is a FIFO (named pipe), not a regular file", 2),
+    Row("fifo-txt-check", "non-regular file", fifo(f"{V}.txt"), ["check", "--only", "victim"], f"{VICTIM}: committed fragment is corrupt", 1),
     Row("fifo-records-file", "non-regular file", victim_code("import os\nos.mkfifo(os.environ['BOOK_RECORDS'])\nprint('x')\n"), REGEN,
         f"{VICTIM}", (0, 1), changes=VIC_CHANGES + (f"{PLAT}/{VICTIM}.failed.txt", f"{PLAT}/{VICTIM}.failed.json")),
 
@@ -231,6 +233,8 @@ ROWS = [
     Row("platform-link-out-regenerate", "replaced folder", link_out(F), REGEN, f"fragment folder … {PLAT} leaves", 2),
     Row("platform-link-out-restamp", "replaced folder", link_out(F), ["restamp"], f"left as it was: {PLAT}/ (fragment folder", 0),
     Row("platform-unreadable-status", "replaced folder", unreadable(F), ["status"], "cannot be read (permission denied); make it readable", 0, as_root=False),
+    Row("platform-json-folder-status", "replaced folder", lambda L: ((frag_dir(L) / "platform.json").unlink(), (frag_dir(L) / "platform.json").mkdir()),
+        ["status"], "platform.json: not a valid platform identity (NotRegular: … is a folder, not a regular file", 0),
     Row("fragments-root-file-regenerate", "replaced folder", replace_with_file("docs/_fragments"), REGEN, "cannot write to the fragment store", 2),
     Row("snippets-file-regenerate", "replaced folder", replace_with_file("snippets"), REGEN, f"{VICTIM} … failed", 1,
         changes=tuple(f"{PLAT}/{k}.failed.{x}" for k in (VICTIM, "after@cpu", *GOODS) for x in ("txt", "json"))),
@@ -283,6 +287,11 @@ ROWS = [
         shell="{cmd} | true; exit ${{PIPESTATUS[0]}}"),
     Row("status-stdout-closed", "output", lambda L: None, ["status"], "note: stdout could not be written", 0, shell="{cmd} >&-",
         then=log_holds("status", "fresh")),
+    Row("status-json-latin1", "output", lambda L: None, ["status", "--json"], "", 0, env={"PYTHONIOENCODING": "latin-1"}),
+    Row("restamp-stdout-closed", "output", lambda L: None, ["restamp"], "note: stdout could not be written", 0, shell="{cmd} >&-",
+        then=log_holds("restamp", "already current")),
+    Row("regenerate-both-closed", "output", victim_code("print('changed')\n"), REGEN, "", 0, shell="{cmd} >&- 2>&-",
+        changes=VIC_CHANGES, then=log_holds("regenerate", "note: stderr")),
     Row("status-both-closed", "output", lambda L: None, ["status"], "", 0, shell="{cmd} >&- 2>&-", then=log_holds("status", "note: stdout")),
 ]
 
