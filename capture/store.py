@@ -190,7 +190,7 @@ class Store:
             d = self.root / name
             restore = f"restore the folder (git checkout -- {name} in {self.root}), then run the command again"
             try:
-                contained(d, self.root, "fragment folder")
+                self._contained(d, "fragment folder")
                 mode = d.stat().st_mode
             except PathError as e:
                 out[name] = f"{e}"
