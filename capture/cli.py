@@ -12,7 +12,7 @@ from capture import manifest as manifestmod
 from capture.keys import check_platform_key
 from capture.paths import Layout, find_root
 from capture.platform import Platform, detect
-from capture import oserror
+from capture import oserror, outstreams, regular
 from capture.store import Store, StoreLocked, StoreUnusable
 
 
@@ -106,6 +106,7 @@ def cmd_status(args, layout: Layout) -> int:
     manifest, store = _common(layout)
     here = _platform()
     book = Book(layout.root, _book_order(layout), of_machine(here, machine_record(here)))
+    book.manifest = manifest  # the one _common read (a cached_property: read once)
     platforms = book.platforms() + ([here.key] if here.key not in book.platforms() else [])
     if args.platform:  # one machine, perhaps one that has never captured: what it will run, and how
         try:
@@ -137,6 +138,13 @@ def cmd_status(args, layout: Layout) -> int:
         print(share.render(shares))
         if note:
             print(note)
+        for plat in platforms:  # what an interrupted write (a restamp, a killed regenerate) left behind
+            from capture.atomic import dead_leftovers
+
+            left = dead_leftovers(store.root / plat)
+            if left:
+                print(f"{plat}: {len(left)} temporary file(s) of a run that no longer exists ({', '.join(p.name for p in left[:3])}"
+                      f"{' ...' if len(left) > 3 else ''}); the next regenerate or restamp there removes them")
         for c in claims:
             print(f"claim fails on {c['platform']}: {c['where']}: {c['text']}  ({c['why']})")
         for c in undecided:
@@ -155,7 +163,7 @@ def _book_order(layout: Layout) -> list[str]:
 
     conf = layout.root / "conf.py"
     if conf.is_file():
-        for node in ast.parse(conf.read_text(encoding="utf-8")).body:
+        for node in ast.parse(regular.read_text(conf)).body:
             if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "book_platforms" for t in node.targets):
                 return list(ast.literal_eval(node.value))
     return []
@@ -210,7 +218,15 @@ def cmd_restamp(args, layout: Layout) -> int:
     from capture.restamp import restamp
 
     manifest, store = _common(layout)
-    res = restamp(layout, manifest, store)
+    try:
+        with store.lock():  # not beside a regenerate that writes the same files
+            res = restamp(layout, manifest, store)
+    except StoreLocked as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 3
+    if res.swept:
+        print(f"restamp: removed {len(res.swept)} temporary file(s) an interrupted run left: {', '.join(res.swept[:5])}"
+              f"{' ...' if len(res.swept) > 5 else ''}")
     print(f"restamp: {res.restamped} fragments carried over to the current inputs hash, {res.current} already current")
     for p in res.identities:
         print(f"restamp: wrote {layout.rel(store.root / p / 'platform.json')} from its fragments' metadata")
@@ -308,6 +324,16 @@ def main(argv: list[str] | None = None) -> int:
 
     args = p.parse_args(argv)
     layout = Layout(Path(args.root).resolve() if args.root else find_root())
+    saved = sys.stdout, sys.stderr
+    shared = outstreams.guard(layout.root, args.cmd)  # a closed or narrow stdout/stderr never stops the command
+    try:
+        return _run(args, layout)
+    finally:
+        outstreams.report(shared, layout.root)
+        sys.stdout, sys.stderr = saved
+
+
+def _run(args, layout: Layout) -> int:
     try:
         return args.fn(args, layout)
     except KeyboardInterrupt:  # regenerate and check say more themselves; elsewhere nothing is left half-written

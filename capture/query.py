@@ -263,6 +263,14 @@ def _why(x: Value) -> str:
 FUNCS = ("min", "max", "median", "mean", "first", "last", "count", "range", "all", "any", "abs")
 
 
+def _finite(x) -> bool:
+    """A number every later step can compute with: finite, and an int a double can hold."""
+    try:
+        return math.isfinite(x)
+    except OverflowError:
+        return False
+
+
 class Evaluator:
     """Evaluates expressions against a lookup(ref) -> list of record dicts on one platform; `drift(name, tags)`
     gives each timing record's drift there (verdict.Drifts.of_record; by default the fixed DEFAULT)."""
@@ -449,7 +457,7 @@ class _Ctx:
                 raise QueryError(f"operator not allowed in {self.expr!r}")
         except OverflowError:
             raise QueryError(f"a number in {self.expr!r} is too large to compute with") from None
-        if not all(math.isfinite(x) for x in (v, lo, hi)):
+        if not all(_finite(x) for x in (v, lo, hi)):  # an exact int past a double's range too
             raise QueryError(f"a number in {self.expr!r} is too large to compute with (it is not finite)")
         unit = _unit_of(av.unit, bv.unit, op)
         # scaled by a constant, a figure keeps its kind and where it was taken; mixed with another, it has neither
