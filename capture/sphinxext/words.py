@@ -88,12 +88,12 @@ def _seen(app) -> set:
 
 # -- comparison words ------------------------------------------------------------------------------------
 def measured(value) -> bool:
-    """A figure that carries measurement noise (a timing, a rate, a ratio of them): the kind {cmp} compares."""
+    """A figure that carries measurement drift (a timing, a rate, a ratio of them): the kind {cmp} compares."""
     from capture.query import Range, is_measured
 
     if isinstance(value, Range):
         return is_measured(value.unit)
-    return bool(getattr(value, "noise", 0))
+    return bool(getattr(value, "drift", 0))  # capture/query.py: a measured value carries the drift it may move by
 
 
 def _tokens(node, out: list) -> list:

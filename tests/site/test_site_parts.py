@@ -469,9 +469,10 @@ def test_reasons_read_as_sentences_with_formatted_values():
     from capture.sphinxext.reader import detail_words, figure_tip, reason
 
     why = ("median(candle-matmul@cpu:matmul.first) = 0.01321 s [0.01222–0.01367] < median(burn-matmul@cpu:matmul.first)"
-           " = 0.0123 s [0.01182–0.01395]: cannot tell (the spreads are not apart by more than 2x)")
+           " = 0.0123 s [0.01182–0.01395]: cannot tell (the spreads widened by their drift overlap: [0.0107–0.0168] (x1.23)"
+           " vs [0.0104–0.0171] (x1.23))")
     text = reason(why)
-    assert "13.2\u00a0ms" in text and "说不清" in text and "要隔开 2 倍以上" in text
+    assert "13.2\u00a0ms" in text and "说不清" in text and "在测量的波动以内" in text and "x1.23" not in text
     assert "median" not in text and "@" not in text  # no expression, no record name
     assert reason("all(): yes — {round=0}: a@cpu:x = 0.02 s > 0.25 * a@cpu:y = 0.004903 s: yes").startswith("每一轮都成立。第 0 轮：")
     assert reason("torch-oob@gpu:oob.outcome = 'raised at next op' == 'raised at call': no") == "记录下的是另一种结果"
