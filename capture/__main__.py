@@ -1,3 +1,9 @@
-from capture.cli import main
+import sys
 
-raise SystemExit(main())
+try:
+    from capture.cli import main
+
+    sys.exit(main())
+except KeyboardInterrupt:  # Ctrl-C while starting (imports, argument parsing): nothing was read or written yet
+    sys.stderr.write("interrupted (Ctrl-C) while starting; nothing was changed\n")
+    sys.exit(130)

@@ -24,7 +24,7 @@ import os
 import secrets
 from pathlib import Path
 
-from capture import reaper
+from capture import reaper, regular
 
 OLD = ".old.tmp"  # suffix of a kept old file
 TMP = ".tmp"
@@ -157,7 +157,7 @@ def sha256_file(path: Path) -> str | None:
     try:
         if path.is_symlink():
             return None
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        return hashlib.sha256(regular.read_bytes(path)).hexdigest()
     except OSError:
         return None
 

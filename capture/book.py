@@ -27,6 +27,7 @@ from capture import fingerprint as fpmod
 from capture import identity as identitymod
 from capture import inputs as inputsmod
 from capture import manifest as manifestmod
+from capture import verdict as verdictmod
 from capture.roles import GPU_VARIANTS
 from capture.keys import FragmentKey, KeyError_, check_platform_key
 from capture.paths import Layout
@@ -99,7 +100,8 @@ class Book:
         self._frags: dict[tuple[str, FragmentKey], Fragment | None] = {}
         self._local = local
         self._ids: dict[str, identitymod.Identity] = {}
-        self.broken: dict[str, str] = {}  # platform -> why its platform.json cannot be read
+        # platform -> why its folder (capture/store.py folder_problems) or its platform.json cannot be used
+        self.broken: dict[str, str] = self.store.folder_problems()
         self._states: dict[tuple[str, FragmentKey], FragmentState] = {}
         # This host is the local platform's machine only if their fingerprints agree: a CI runner or
         # a new box that detects the same key is another machine, and the committed fragments are not its own.
@@ -181,6 +183,13 @@ class Book:
         if k not in self._frags:
             self._frags[k] = self.store.read(platform, str(key))
         return self._frags[k]
+
+    def corrupt(self, platform: str, key: FragmentKey, failure: Fragment | None = None) -> str | None:
+        """Store.corrupt, reusing the fragment this book has read (and the failure record when given)."""
+        for frag in (self.fragment(platform, key), failure if failure is not None else self.store.read(platform, str(key), True)):
+            if frag is not None and frag.corrupt:
+                return frag.corrupt
+        return self.store.skip_problem(platform, str(key))
 
     def current(self, key: FragmentKey) -> tuple[str, dict]:
         if key not in self._inputs:
@@ -292,7 +301,12 @@ class Book:
                 seen[ref] = recs
             return recs
 
-        return Evaluator(lookup)
+        return Evaluator(lookup, self.drifts.of_platform(platform))
+
+    @cached_property
+    def drifts(self) -> verdictmod.Drifts:
+        """The measured drift per platform and kind of figure (docs/drift.json, capture/drift.py)."""
+        return verdictmod.Drifts.load(self.layout.root)
 
     def unlike(self, expr: str, platform: str, seen: dict, differs: tuple[str, ...] = ()) -> tuple[str, ...]:
         """What an evaluated expression compares unlike (capture/alike.py), from the records it read."""

@@ -189,12 +189,12 @@ def cargo_build(layout: Layout, features: list[str], log: Path, echo=None, *,
 
 
 def compiler_record(layout: Layout, features: list[str], env: dict | None = None,
-                    packages: list[str] | None = None) -> dict:
+                    packages: list[str] | None = None, offline: bool = True) -> dict:
     """{cudacompiler.KEY: "llvm" | "cpp"} when burn's CUDA backend is in the build (capture/cudacompiler.py), else {}."""
     if not llvmkit.pulls_burn_cuda(layout.crates, features):
         return {}
     try:
-        compiler = cudacompiler.of_build(layout.crates, features, env, packages)
+        compiler = cudacompiler.of_build(layout.crates, features, env, packages, offline)
     except (cudacompiler.CompilerUnknown, OSError, ValueError) as e:
         raise BuildError(f"cannot tell which CUDA compiler burn's kernels use: {e}", "") from None
     return {cudacompiler.KEY: compiler} if compiler else {}

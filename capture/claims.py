@@ -26,6 +26,7 @@ from capture.identity import Identity, family
 from capture.keys import PLATFORM_KEY
 from capture.manifest import ManifestError
 from capture.query import QueryError
+from capture import regular
 
 FAMILIES = ("cpu", "cuda", "vulkan", "metal", "mps", "wgpu")
 VENDORS = ("nvidia", "apple")
@@ -144,7 +145,7 @@ def find_claims(docs: Path) -> list[ClaimSite]:
     for page in sorted(docs.rglob("*.md")):
         if any(part.startswith("_") for part in page.relative_to(docs).parts):
             continue
-        lines = page.read_text(encoding="utf-8").splitlines()
+        lines = regular.read_text(page).splitlines()
         stack: list[tuple[str, str, str]] = []  # (fence, directive, argument)
         for n, line in enumerate(lines, 1):
             m = _OPEN.match(line)

@@ -12,7 +12,7 @@ from capture import manifest as manifestmod
 from capture.keys import check_platform_key
 from capture.paths import Layout, find_root
 from capture.platform import Platform, detect
-from capture import oserror
+from capture import oserror, outstreams, regular
 from capture.store import Store, StoreLocked, StoreUnusable
 
 
@@ -106,6 +106,7 @@ def cmd_status(args, layout: Layout) -> int:
     manifest, store = _common(layout)
     here = _platform()
     book = Book(layout.root, _book_order(layout), of_machine(here, machine_record(here)))
+    book.manifest = manifest  # the one _common read (a cached_property: read once)
     platforms = book.platforms() + ([here.key] if here.key not in book.platforms() else [])
     if args.platform:  # one machine, perhaps one that has never captured: what it will run, and how
         try:
@@ -122,13 +123,28 @@ def cmd_status(args, layout: Layout) -> int:
     except (OSError, ValueError) as e:  # e.g. a script the manifest names is missing (the message names the line)
         print(f"error: {e}", file=sys.stderr)
         return 2
+    from capture import share
+
+    shares = [s for s in share.shares(book, layout.root / "docs") if s.platform in platforms]
     if args.json:
         print(json.dumps({"this_platform": here.key, "this_host_is_that_machine": not note, "entries": as_json(entries),
-                          "failing_claims": claims, "undecided_claims": undecided, "broken_platforms": book.broken}, indent=1, ensure_ascii=False))
+                          "failing_claims": claims, "undecided_claims": undecided, "broken_platforms": book.broken,
+                          "timing_verdicts": [{"platform": s.platform, "yes": s.yes, "no": s.no,
+                                               "cannot_tell": [{"where": w, "why": why} for w, why in s.undecided]}
+                                              for s in shares]},
+                         indent=1, ensure_ascii=False))
     else:
         print(render(entries, book))
+        print(share.render(shares))
         if note:
             print(note)
+        for plat in platforms:  # what an interrupted write (a restamp, a killed regenerate) left behind
+            from capture.atomic import dead_leftovers
+
+            left = dead_leftovers(store.root / plat)
+            if left:
+                print(f"{plat}: {len(left)} temporary file(s) of a run that no longer exists ({', '.join(p.name for p in left[:3])}"
+                      f"{' ...' if len(left) > 3 else ''}); the next regenerate or restamp there removes them")
         for c in claims:
             print(f"claim fails on {c['platform']}: {c['where']}: {c['text']}  ({c['why']})")
         for c in undecided:
@@ -147,7 +163,7 @@ def _book_order(layout: Layout) -> list[str]:
 
     conf = layout.root / "conf.py"
     if conf.is_file():
-        for node in ast.parse(conf.read_text(encoding="utf-8")).body:
+        for node in ast.parse(regular.read_text(conf)).body:
             if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "book_platforms" for t in node.targets):
                 return list(ast.literal_eval(node.value))
     return []
@@ -202,7 +218,15 @@ def cmd_restamp(args, layout: Layout) -> int:
     from capture.restamp import restamp
 
     manifest, store = _common(layout)
-    res = restamp(layout, manifest, store)
+    try:
+        with store.lock():  # not beside a regenerate that writes the same files
+            res = restamp(layout, manifest, store)
+    except StoreLocked as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 3
+    if res.swept:
+        print(f"restamp: removed {len(res.swept)} temporary file(s) an interrupted run left: {', '.join(res.swept[:5])}"
+              f"{' ...' if len(res.swept) > 5 else ''}")
     print(f"restamp: {res.restamped} fragments carried over to the current inputs hash, {res.current} already current")
     for p in res.identities:
         print(f"restamp: wrote {layout.rel(store.root / p / 'platform.json')} from its fragments' metadata")
@@ -212,11 +236,31 @@ def cmd_restamp(args, layout: Layout) -> int:
 
 
 def cmd_noise(args, layout: Layout) -> int:
-    from capture.noise import render, run
+    from capture.noise import extreme, history, render, run
 
-    reports = run(layout.root, args.seeds)
-    print(render(reports, args.seeds))
-    return 1 if any(r.flips for r in reports) else 0
+    runs = [(history(layout.root), "history: every committed state of each platform's own fragments"),
+            (run(layout.root, args.seeds), f"drift: every timing moved within its kind's measured drift, {args.seeds} seeds"),
+            (extreme(layout.root, 1), "extreme: factors growing to 10x either way (flips: yes <-> no without cannot tell)")]
+    for reports, what in runs:
+        print(render(reports, what))
+    return 1 if any(r.flips for reports, _ in runs for r in reports) else 0
+
+
+def cmd_drift(args, layout: Layout) -> int:
+    from capture import drift
+
+    data = drift.table(layout.root)
+    print(drift.render(data))
+    if args.check:
+        path = layout.root / drift.DATA
+        old = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+        if old != json.loads(json.dumps(data)):
+            print(f"{drift.DATA} differs from the fragments' history; rewrite it with: python -m capture drift",
+                  file=sys.stderr)
+            return 1
+        return 0
+    print(f"wrote {layout.rel(drift.write(layout.root, data))}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -265,15 +309,31 @@ def main(argv: list[str] | None = None) -> int:
                    help="include Debian's Vulkan loader packages (default: when burn is built for Vulkan)")
     u.set_defaults(fn=cmd_bundle)
 
-    n = sub.add_parser("noise", help="every timing off by up to 2x, N seeds: do the pages' verdicts hold (or become cannot tell)?")
+    n = sub.add_parser("noise", help="the pages' verdicts on every past capture, under the measured drift and under "
+                                     "extreme noise: does any flip between yes and no?")
     n.add_argument("--seeds", type=int, default=10)
     n.set_defaults(fn=cmd_noise)
+
+    d = sub.add_parser("drift", help="measure how far each kind of timing moves between captures (git history of "
+                                     "docs/_fragments) and write docs/drift.json, which the verdict rule reads")
+    d.add_argument("--check", action="store_true", help="write nothing; exit 1 when docs/drift.json is out of date")
+    d.set_defaults(fn=cmd_drift)
 
     t = sub.add_parser("restamp", help="carry fragments that were fresh over a change of the inputs-hash scheme (no rerun)")
     t.set_defaults(fn=cmd_restamp)
 
     args = p.parse_args(argv)
     layout = Layout(Path(args.root).resolve() if args.root else find_root())
+    saved = sys.stdout, sys.stderr
+    shared = outstreams.guard(layout.root, args.cmd)  # a closed or narrow stdout/stderr never stops the command
+    try:
+        return _run(args, layout)
+    finally:
+        outstreams.report(shared, layout.root)
+        sys.stdout, sys.stderr = saved
+
+
+def _run(args, layout: Layout) -> int:
     try:
         return args.fn(args, layout)
     except KeyboardInterrupt:  # regenerate and check say more themselves; elsewhere nothing is left half-written

@@ -28,14 +28,17 @@ def from_features(resolved: list[str]) -> str:
     return CPP if CPP_FEATURE in resolved else LLVM
 
 
-def of_build(crates: Path, features: list[str], env: dict | None = None, packages: list[str] | None = None) -> str | None:
+def of_build(crates: Path, features: list[str], env: dict | None = None, packages: list[str] | None = None,
+             offline: bool = True) -> str | None:
     """`llvm` or `cpp` for a workspace build with `features`; None when cubecl-cuda is not in it.
 
     `cargo tree` resolves features as `cargo build` does for this host (resolver 2: build, dev and
     other targets' dependencies apart); `cargo metadata` unifies them all and would over-report.
+    `offline`: the build just downloaded every crate it needs; without it, cargo fetches the crates of
+    that build that are missing (a fresh cargo home never saw the GPU-only ones).
     """
     sel = [a for m in packages for a in ("-p", m)] if packages else ["--workspace"]
-    cmd = ["cargo", "tree", "--locked", "--offline", *sel, "-i", CRATE, "-e", "features",
+    cmd = ["cargo", "tree", "--locked", *(["--offline"] if offline else []), *sel, "-i", CRATE, "-e", "features",
            "--prefix", "none", "--depth", "0", "--format", "{p} {f}"]
     if features:
         cmd += ["--features", ",".join(features)]

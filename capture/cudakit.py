@@ -19,7 +19,7 @@ import subprocess
 from pathlib import Path
 
 from capture import wheelkit
-from capture.paths import cache_home
+from capture.paths import cache_home, cargo_registry_src
 
 WHEELS = [
     "nvidia-cuda-nvcc==13.0.88", "nvidia-cuda-crt==13.0.88", "nvidia-nvvm==13.0.88",
@@ -37,7 +37,7 @@ def default_home() -> Path:
 
 
 def _cudarc_driver_sys() -> Path:
-    regs = sorted((Path.home() / ".cargo/registry/src").glob("*/cudarc-0.19.*/src/driver/sys/mod.rs"))
+    regs = sorted(cargo_registry_src().glob("*/cudarc-0.19.*/src/driver/sys/mod.rs"))
     if not regs:
         raise SystemExit("error: cudarc 0.19 sources not found; run `cargo fetch` in crates/ first")
     return regs[-1]

@@ -12,6 +12,7 @@ precision the measurement does not have. A number and its unit are joined by a n
 from __future__ import annotations
 
 import math
+from decimal import Decimal
 
 from capture.controls import visible
 from capture.query import Range, Value
@@ -28,11 +29,18 @@ def with_unit(number: str, unit: str) -> str:
     return f"{number}{NBSP}{unit}" if unit else number
 
 
+EXPONENT_FROM = 15  # magnitudes from 1e15 on, and below 1e-15, are written 1.23e+18: no run of zeros claims digits
+
+
 def sig(x: float, digits: int = 3) -> str:
-    """`digits` significant figures, no exponent for everyday magnitudes, no trailing zeros lost."""
-    if x == 0 or not math.isfinite(x):
+    """`digits` significant figures, no exponent for everyday magnitudes, no trailing zeros lost; never "-0"."""
+    if x == 0:
+        return "0"  # -0.0 too: a sign on nothing
+    if not math.isfinite(x):
         return f"{x:g}"
     mag = math.floor(math.log10(abs(x)))
+    if abs(mag) >= EXPONENT_FROM:  # 5e-324 s is not a 330-digit number; an exact int's float would be wrong digits
+        return f"{Decimal(x):.{max(digits - 1, 0)}e}".replace("e-0", "e-").replace("e+0", "e+")
     decimals = digits - 1 - mag
     if decimals <= 0:  # 103055 with 3 digits is 103000: the digits beyond were never measured
         return str(int(round(x, decimals)))
@@ -70,11 +78,13 @@ def fmt_value(v, digits: int = 3, style: str = "") -> str:
         return _ratio(x)
     if style == "percent":
         return f"{sig(x * 100, 2)}%"
-    if not unit and float(x).is_integer():
-        return str(int(x))  # a count or a size: exact
+    if not unit and (isinstance(x, int) or (float(x).is_integer() and abs(x) < 2**53)):
+        return str(int(x))  # a count or a size: exact (a float past 2**53 has no exact digits to show)
     if not unit and x != 0 and abs(x) < 1e-3:
         return f"{x:.{max(digits - 1, 0)}e}"  # errors like 1.2e-07 read better than 0.00000012
     factor, unit = _scale(float(sig(x, digits)), unit, style == "decimal")  # rounded first: 0.99996 s is 1 s, not 1000 ms
+    if isinstance(x, int) and factor == 1:
+        return with_unit(sig(x, digits), unit)  # exact: x / 1 would round an int past a double's digits first
     return with_unit(sig(x / factor, digits), unit)
 
 

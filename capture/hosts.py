@@ -75,6 +75,50 @@ def guard(layout: Layout, store: Store, key: str, here: dict) -> None:
     )
 
 
+def lost_roles(store: Store, key: str, platform) -> list[str]:
+    """What the platform runs that this host cannot ("gpu: torch on cuda"): adopting it here would lose it.
+
+    Read from its platform.json, or, when that is missing or broken, from its fragments' metadata."""
+    from capture.roles import resolve
+
+    try:
+        ident = identitymod.read(store.root, key)
+    except identitymod.IdentityError:
+        ident = None
+    if ident is None:
+        metas = [f.meta for k in store.keys(key) if (f := store.read(key, k)) is not None and not f.corrupt]
+        ident = identitymod.from_metadata(key, metas)
+    lost = []
+    for role, devices in sorted((ident.roles or {}).items()):
+        for framework, device in sorted((devices or {}).items() if isinstance(devices, dict) else ()):
+            if device and resolve(platform, framework, role).device is None:
+                lost.append(f"{role}: {framework} on {device}")
+    return lost
+
+
+def refuse_losing(layout: Layout, store: Store, key: str, platform, here: dict) -> None:
+    """HostMismatch, before anything runs, when adopting `key` here would drop a role it has."""
+    lost = lost_roles(store, key, platform)
+    if lost:
+        raise HostMismatch(
+            f"cannot adopt {key} on this host ({fpmod.describe(here)}): it cannot run what "
+            f"{layout.rel(store.root / key)} holds ({'; '.join(lost)}), and an adoption replaces every fragment, "
+            "so those would be lost. Nothing was run or written. Adopt it on a machine that can run them, "
+            f"or capture this host as a platform of its own: BOOK_PLATFORM={fpmod.suggest_key(here)} nox -s regenerate")
+
+
+def not_captured(store: Store, stage: Store, key: str) -> list[str]:
+    """Fragments the platform has that the staged adoption did not capture (skipped, not applicable, failed)."""
+    out = []
+    for k in store.keys(key):
+        new = stage.read(key, k)
+        if new is None or new.corrupt or new.torn:
+            old = store.read(key, k)
+            if old is not None and not old.corrupt:
+                out.append(k)
+    return out
+
+
 def staging(layout: Layout, key: str) -> Store:
     return Store(layout.root / ".capture" / "adopt" / key)
 

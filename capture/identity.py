@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from capture import fingerprint as fpmod
+from capture import regular
 from capture.keys import check_platform_key
 from capture.platform import display_name
 
@@ -127,12 +128,12 @@ class IdentityError(ValueError):
 
 def read(store_root: Path, key: str) -> Identity | None:
     p = path(store_root, key)
-    if not (p.is_file() or p.is_symlink()):
+    if not (p.exists() or p.is_symlink()):
         return None
     try:
         if p.is_symlink():  # a control file is never followed out of the store (capture/paths.py rules)
             raise OSError(f"it is a symlink (to {os.readlink(p)}), not a file")
-        data = json.loads(p.read_bytes().decode("utf-8"))
+        data = json.loads(regular.read_text(p))
         if not isinstance(data, dict):
             raise TypeError(f"a JSON {type(data).__name__}, not an object")
         ident = Identity.from_dict(data)
@@ -151,7 +152,7 @@ def write(store_root: Path, ident: Identity) -> bool:
 
     p = path(store_root, ident.key)
     text = ident.to_json()
-    if p.is_file() and p.read_text(encoding="utf-8") == text:
+    if p.is_file() and not p.is_symlink() and regular.read_bytes(p) == text.encode("utf-8"):
         return False
     atomic_write(p, text)
     return True

@@ -22,7 +22,7 @@ import tomllib
 from functools import lru_cache
 from pathlib import Path
 
-from capture import sourcehash
+from capture import regular, sourcehash
 from capture.manifest import Experiment
 from capture.paths import Layout, PathError
 
@@ -37,7 +37,7 @@ LITTER_SUFFIXES = ("~", ".swp", ".swo", ".orig", ".rej", ".bak", ".tmp", ".pyc")
 
 def file_digest(path: Path) -> str:
     """sha256 of the bytes, CRLF read as LF (scheme 1, and `exact` mode)."""
-    data = path.read_bytes().replace(b"\r\n", b"\n")
+    data = regular.read_bytes(path).replace(b"\r\n", b"\n")
     return hashlib.sha256(data).hexdigest()
 
 
@@ -52,7 +52,7 @@ def _imported_names(f: Path) -> list[str]:
         return hit[1]
     names: list[str] = []
     try:
-        tree = ast.parse(f.read_text(encoding="utf-8"), filename=str(f))
+        tree = ast.parse(regular.read_text(f), filename=str(f))
     except (SyntaxError, UnicodeDecodeError):
         tree = None  # the run will report it; the file itself is still hashed
     for node in ast.walk(tree) if tree else ():

@@ -13,11 +13,13 @@ import math
 import re
 import tomllib
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from capture.keys import EXPERIMENT_ID, EXPERIMENT_ID_MAX
 from capture.paths import CRATE_NAME, PathError, relative_shape
 from capture.runner import DEFAULT_MAX_OUTPUT
+from capture import regular
 
 ROLES = ("cpu", "gpu")
 FRAMEWORKS = ("torch", "burn", "candle", "none")
@@ -127,10 +129,14 @@ class Manifest:
         """`docs/experiments.toml:LINE: experiment ID` for messages about one entry."""
         return f"{self.display}:{exp.line}: experiment {exp.id}"
 
+    @cached_property
+    def _by_id(self) -> dict[str, Experiment]:
+        return {e.id: e for e in reversed(self.experiments)}  # the first of a repeated id, as a scan finds it
+
     def get(self, exp_id: str) -> Experiment:
-        for e in self.experiments:
-            if e.id == exp_id:
-                return e
+        found = self._by_id.get(exp_id)  # an index: pages and status ask once per reference
+        if found is not None:
+            return found
         known = ", ".join(e.id for e in self.experiments)
         if len(exp_id) > EXPERIMENT_ID_MAX:
             raise ManifestError(f"{self.path}: no experiment {exp_id[:40] + '...'!r} ({len(exp_id)} characters; known: {known})")
@@ -368,11 +374,11 @@ class _Lines:
 
 def load(path: Path) -> Manifest:
     try:
-        text = path.read_bytes().decode("utf-8")
+        text = regular.read_text(path)
     except UnicodeDecodeError as e:
         raise ManifestError(f"{display_path(path)}: not UTF-8 (byte offset {e.start})") from None
     except OSError as e:
-        raise ManifestError(f"{display_path(path)}: cannot read ({e.strerror or e})") from None
+        raise ManifestError(f"{display_path(path)}: cannot read ({e if isinstance(e, regular.NotRegular) else e.strerror or e})") from None
     shown = display_path(path)
     try:
         data = tomllib.loads(text)

@@ -12,7 +12,9 @@ FULL = (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC), errno.EFBIG)
 READ_ONLY = (errno.EACCES, errno.EPERM, errno.EROFS)
 
 
-def fix(e: OSError) -> str:
+def fix(e: OSError, reading: bool = False) -> str:
+    if e.errno in READ_ONLY and reading:
+        return "make it readable (chmod u+r, u+rx for a folder), or leave it out of this checkout, then run the command again"
     if e.errno in READ_ONLY:
         return "make it writable (chmod u+w, or a writable checkout), then run the command again"
     if e.errno in FULL:
@@ -31,10 +33,14 @@ def path_of(e: OSError, default: Path | str) -> str:
     return str(p)
 
 
-def plain(e: OSError) -> str:
-    """`<path>: <reason>; <fix>` for an error of any operation."""
+def plain(e: OSError, reading: bool = False) -> str:
+    """`<path>: <reason>; <fix>` for an error of any operation (a read's fix with `reading`)."""
+    from capture.regular import NotRegular
+
+    if isinstance(e, NotRegular):  # its message names the path and the fix
+        return str(e)
     where = e.filename2 or e.filename
-    return f"{where}: {e.strerror or e}; {fix(e)}" if where else f"{e.strerror or e}; {fix(e)}"
+    return f"{where}: {e.strerror or e}; {fix(e, reading)}" if where else f"{e.strerror or e}; {fix(e, reading)}"
 
 
 def explain(e: OSError, what: str, default: Path | str = "") -> str:

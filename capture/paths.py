@@ -13,6 +13,7 @@ import os
 import re
 import secrets
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path, PurePosixPath
 
 from capture.keys import check_platform_key
@@ -39,6 +40,11 @@ def cache_home() -> Path:
     return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "eager-book"
 
 
+def cargo_registry_src() -> Path:
+    """Where cargo unpacks the crates it downloads: $CARGO_HOME/registry/src (~/.cargo by default)."""
+    return Path(os.environ.get("CARGO_HOME") or Path.home() / ".cargo") / "registry" / "src"
+
+
 def relative_shape(text: object, what: str) -> PurePosixPath:
     """The checks that need no file system: a relative POSIX path without '..', '.' or empty parts."""
     if not isinstance(text, str) or not text.strip():
@@ -53,9 +59,10 @@ def relative_shape(text: object, what: str) -> PurePosixPath:
     return p
 
 
-def contained(path: Path, root: Path, what: str) -> Path:
-    """`path` resolved (symlinks followed); it must lie inside `root` (also resolved)."""
-    real_root = root.resolve()
+def contained(path: Path, root: Path, what: str, real_root: Path | None = None) -> Path:
+    """`path` resolved (symlinks followed); it must lie inside `root` (also resolved, or `real_root` when the
+    caller has it)."""
+    real_root = real_root or root.resolve()
     real = path.resolve()
     if real != real_root and real_root not in real.parents:
         link = " (through a symlink)" if path.absolute() != real else ""
@@ -100,9 +107,14 @@ class Layout:
         env = os.environ.get("CARGO_TARGET_DIR")
         return Path(env) if env else cache_home() / "cargo-target"
 
+    @cached_property
+    def real_root(self) -> Path:
+        """The repository root resolved, once: every path check and shown path is relative to it."""
+        return self.root.resolve()
+
     def rel(self, p: Path) -> str:
         try:
-            return p.resolve().relative_to(self.root.resolve()).as_posix()
+            return p.resolve().relative_to(self.real_root).as_posix()
         except ValueError:
             return str(p)
 
@@ -110,7 +122,7 @@ class Layout:
     def _allowed_root(self, name: str) -> Path:
         """snippets/ or crates/; the folder itself must not be a symlink out of the repository."""
         root = self.root / name
-        contained(root, self.root, f"the {name}/ folder")
+        contained(root, self.root, f"the {name}/ folder", self.real_root)
         return root
 
     def script(self, text: object) -> Path:

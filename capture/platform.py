@@ -178,7 +178,10 @@ def exec_failure(exe: str, err: OSError) -> str:
     system, arch = host()
     kind = binary_kind(exe)
     msg = f"cannot execute {exe}: {err.strerror or err} (errno {err.errno})"
-    if kind and kind != "script":
+    if err.errno == errno.E2BIG:  # the arguments and environment, not the binary
+        return (msg + "; the command line and environment together pass the system's limit (getconf ARG_MAX): "
+                "shorten the experiment's args in docs/experiments.toml or unset large environment variables")
+    if err.errno == errno.ENOEXEC and kind and kind != "script":  # only then is the binary's kind the reason
         msg += f"; it is a {kind} executable and this machine is {system} {arch}"
     if err.errno == errno.ENOEXEC:
         msg += ("\nhint: binaries built on another kind of machine (a bundle built on a Mac?) cannot run here; "

@@ -17,6 +17,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from capture import regular
+
 FIELDS = ("name", "value", "unit", "tags")
 
 
@@ -120,7 +122,7 @@ def parse_records(data: bytes) -> Parsed:
 def read_file(path: Path) -> Parsed:
     if not path.is_file():
         return Parsed()
-    return parse_records(path.read_bytes())
+    return parse_records(regular.read_bytes(path))
 
 
 def read_records(path: Path) -> list[dict]:

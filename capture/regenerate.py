@@ -106,7 +106,7 @@ def plan(layout: Layout, manifest: Manifest, platform: Platform, store: Store, o
             job = Job(exp, role, res.device, skip_reason=res.reason)
             if res.device:
                 job.old = store.read(platform.key, job.key)
-                job.corrupt = store.corrupt(platform.key, job.key)
+                job.corrupt = (job.old.corrupt if job.old is not None else None) or store.corrupt_beside(platform.key, job.key)
                 job.error = source_problem(exp, layout, manifest.where(exp))
                 if not job.error:
                     try:
@@ -135,6 +135,9 @@ def regenerate(layout: Layout, manifest: Manifest, platform: Platform, store: St
     Refuses (hosts.HostMismatch, nothing written) when this host is not the platform's machine,
     unless opts.adopt.
     """
+    why = store.folder_problems().get(platform.key)
+    if why:  # a file, a link out of the store, an unreadable folder where the platform's folder goes
+        raise StoreUnusable(why)
     here = fingerprint.of_machine(machine_record(platform))
     if opts.adopt:
         return _adopt(layout, manifest, platform, store, opts, here, out)
@@ -197,14 +200,20 @@ def _adopt(layout: Layout, manifest: Manifest, platform: Platform, store: Store,
     if opts.only or opts.roles:
         raise hosts.HostMismatch("--adopt captures every fragment of the platform: leave out --only and --device")
     stage = hosts.staging(layout, platform.key)
+    hosts.refuse_losing(layout, store, platform.key, platform, here)  # before anything runs
     hosts.guard(layout, stage, platform.key, here)  # a staged adoption begun by another host
     with store.lock():
         print(f"adopting {platform.key} on this host ({fingerprint.describe(here)}): every fragment is captured into "
               f"{layout.rel(stage.root)} first", file=out)
         outcomes = regenerate(layout, manifest, platform, stage, replace(opts, adopt=False), out)
+        missing = set(hosts.not_captured(store, stage, platform.key))  # skipped or n/a here: not captured either
+        why = {o.key: f"{o.key} (not captured here: {o.status}: {o.message or 'no fragment'})" for o in outcomes
+               if o.key in missing and o.status != "failed"}
+        outcomes = [replace(o, status="failed", message=why[o.key]) if o.key in why else o for o in outcomes]
         failed = [o.key for o in outcomes if o.status == "failed"]
         if failed:
-            print(f"adoption not finished: {len(failed)} failed ({', '.join(failed[:8])}{' ...' if len(failed) > 8 else ''}); "
+            shown = [why.get(k, k) for k in failed[:8]]
+            print(f"adoption not finished: {len(failed)} failed ({', '.join(shown)}{' ...' if len(failed) > 8 else ''}); "
                   f"{layout.rel(store.root / platform.key)} is unchanged. Fix them and run the same command again: "
                   f"the fragments captured so far are kept in {layout.rel(stage.root)}", file=out)
             return outcomes
@@ -394,6 +403,7 @@ def _run_job(job: Job, ctx: _Context, store: Store, progress: Progress) -> Outco
         "BOOK_DEVICE": job.device,
         "BOOK_PLATFORM": ctx.platform.key,
         "PYTHONUNBUFFERED": "1",
+        "PYTHONIOENCODING": "utf-8",  # the output is read as UTF-8, whatever this terminal's encoding is
         "PYTHONHASHSEED": "0",
         "RUST_BACKTRACE": "0",
     }

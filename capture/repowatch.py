@@ -27,7 +27,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from capture import atomic, reaper
+from capture import atomic, reaper, regular
 from capture.paths import Layout
 
 # generated or private folders the walk without git leaves out (they are all in .gitignore)
@@ -85,8 +85,8 @@ def _store_files(store: Path) -> dict[str, bytes | tuple]:
             elif e.is_dir():
                 walk(Path(e.path), r + "/")
             else:
-                with contextlib.suppress(OSError):
-                    out[r] = Path(e.path).read_bytes()
+                with contextlib.suppress(OSError):  # a FIFO or socket is compared by kind, never opened
+                    out[r] = regular.read_bytes(e.path) if e.is_file() else ("special", regular.kind(e.stat().st_mode))
 
     walk(store, "")
     return out
@@ -101,7 +101,7 @@ def _lock_state(store: Path) -> tuple:
     path = store / LOCK
     sig = _signature(str(path))
     try:
-        text = os.pread(fd := os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0)), 100, 0).decode("ascii", "replace")
+        text = os.pread(fd := os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)), 100, 0).decode("ascii", "replace")
         os.close(fd)
     except OSError:
         return sig, False

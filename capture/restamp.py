@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from capture import identity
+from capture import atomic, identity
 from capture import inputs as inputsmod
 from capture.keys import FragmentKey, KeyError_
 from capture.manifest import Manifest
@@ -26,10 +26,12 @@ class Result:
     current: int = 0
     stale: list[str] = None  # "platform/file (why)" left as they were
     identities: list[str] = None
+    swept: list[str] = None  # temporary files of processes that no longer run, removed
 
     def __post_init__(self):
         self.stale = self.stale or []
         self.identities = self.identities or []
+        self.swept = self.swept or []
 
 
 def _fix(store: Store, plat: str, key: FragmentKey) -> str:
@@ -45,7 +47,10 @@ def _fix(store: Store, plat: str, key: FragmentKey) -> str:
 def restamp(layout: Layout, manifest: Manifest, store: Store) -> Result:
     res = Result()
     ids = {e.id: e for e in manifest.experiments}
+    for plat, why in store.folder_problems().items():
+        res.stale.append(f"{plat}/ ({why})")
     for plat in store.platforms():
+        res.swept += [f"{plat}/{p.name}" for p in atomic.sweep(store.root / plat)]  # an interrupted restamp's temporary files
         metas = []
         for path in sorted((store.root / plat).glob("*@*.json")):
             if path.stem.endswith(".skipped"):
@@ -94,7 +99,12 @@ def restamp(layout: Layout, manifest: Manifest, store: Store) -> Result:
             js = path.parent / path.name  # the file store.read just vouched for (not a symlink out of the store)
             atomic_write(js, json.dumps(meta, indent=1, ensure_ascii=False) + "\n")
             res.restamped += 1
-        if metas and identity.read(store.root, plat) is None:
+        try:
+            ident = identity.read(store.root, plat)
+        except identity.IdentityError as e:  # another machine's identity: named, never replaced from here
+            res.stale.append(f"{plat}/{identity.FILE} ({e})")
+            continue
+        if metas and ident is None:
             identity.write(store.root, identity.from_metadata(plat, metas))
             res.identities.append(plat)
     return res

@@ -18,6 +18,7 @@ import re
 import tokenize
 import tomllib
 from pathlib import Path
+from capture import regular
 
 MODES = ("code", "lines", "exact")
 # The newest normalisation: 3 folds Python f-strings into one token (see python_tokens); 2 did not.
@@ -40,7 +41,7 @@ def digest(path: Path, mode: str = "code", scheme: int = SCHEME) -> str:
     hit = _DIGESTS.get(key)
     if hit and hit[0] == now:
         return hit[1]
-    data = path.read_bytes().replace(b"\r\n", b"\n")
+    data = regular.read_bytes(path).replace(b"\r\n", b"\n")
     value = hashlib.sha256(normalised(path.name, data, mode, scheme).encode("utf-8", "surrogateescape")).hexdigest()
     _DIGESTS[key] = (now, value)
     return value

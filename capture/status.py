@@ -39,7 +39,7 @@ def collect(book: Book, platforms: list[str]) -> list[Entry]:
                 key = FragmentKey(exp.id, role)
                 st = book.state(plat, key)
                 fail = book.store.read(plat, str(key), failed=True)
-                corrupt = book.store.corrupt(plat, str(key))
+                corrupt = book.corrupt(plat, key, fail)
                 if corrupt:  # a file that cannot be used; the next regenerate on that platform overwrites it
                     out.append(Entry(plat, str(key), "corrupt", corrupt, st.fix, st.local))
                 elif st.state == "not-applicable":
@@ -74,7 +74,7 @@ def render(entries: list[Entry], book: Book | None = None) -> str:
         here = ", this machine" if es and es[0].local else ""
         lines.append(f"{plat}{name}{here}: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
         if book is not None and plat in book.broken:
-            lines.append(f"  broken   platform.json: {book.broken[plat]}")
+            lines.append(f"  broken   {book.broken[plat]}")
         for e in es:
             if e.state != "n/a":
                 lines.append(f"  {e.state:<8} {e.key:<32} {e.detail}")
@@ -82,6 +82,9 @@ def render(entries: list[Entry], book: Book | None = None) -> str:
         if todo and book is not None:
             cmd = f"nox -s regenerate -- --only {' '.join(todo)}" if es[0].local else book.identity(plat).regenerate_command(todo)
             lines.append(f"  to regenerate: {cmd}")
+    for plat, why in (book.broken.items() if book is not None else ()):
+        if plat not in by_plat:  # its folder cannot be used: said, not left out
+            lines.append(f"{plat}: broken: {why}")
     return "\n".join(lines)
 
 

@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from capture import atomic, oserror
+from capture import atomic, oserror, regular
 from capture.keys import PLATFORM_KEY, FragmentKey, check_platform_key
 from capture.paths import PathError, contained
 
@@ -120,8 +120,15 @@ def meta_problem(meta: object) -> str | None:
 
 
 def _read_text(path: Path) -> str:
-    """A file's text; UnicodeDecodeError and OSError propagate for the caller to name."""
-    return path.read_bytes().decode("utf-8")
+    """A regular file's text (capture/regular.py); UnicodeDecodeError and OSError propagate for the caller to name."""
+    return regular.read_text(path)
+
+
+def _unreadable(e: OSError | ValueError | RecursionError) -> str:
+    """Why a store file could not be read, for a corrupt state (the path is said before it)."""
+    if isinstance(e, regular.NotRegular):
+        return f"{e.what}, not a regular file; remove it (the next regenerate on that platform writes the file again)"
+    return f"unreadable ({type(e).__name__}: {e})"
 
 
 class Store:
@@ -132,8 +139,21 @@ class Store:
         """The platform's folder: a valid platform key (capture.keys), and not a symlink out of the store."""
         check_platform_key(platform)
         d = self.root / platform
-        contained(d, self.root, "fragment folder")
+        self._contained(d, "fragment folder")
         return d
+
+    def _contained(self, d: Path, what: str) -> None:
+        """contained(d, root), cheaply where it cannot fail: the root itself, or one plain name below it that is
+        not a symlink (a key has no '/' or '..'); resolving every path would make each read cost a realpath."""
+        if d == self.root:
+            return
+        if d.parent == self.root:
+            try:
+                if not stat.S_ISLNK(os.lstat(d).st_mode):
+                    return
+            except OSError:  # absent: it resolves to a name inside the store
+                return
+        contained(d, self.root, what)
 
     def _paths(self, platform: str, key: str, failed: bool = False) -> tuple[Path, Path]:
         FragmentKey.parse(key)
@@ -144,17 +164,46 @@ class Store:
     def _control(self, path: Path, what: str) -> Path:
         """A control file's path (lock, skip record): inside the store, and never a symlink (whatever it points to,
         following it would write or read a file that is not the store's)."""
-        contained(path.parent, self.root, what)
+        self._contained(path.parent, what)
         if path.is_symlink():
             raise PathError(f"{what} {path} is a symlink (to {os.readlink(path)}); a control file of the store is a plain "
                             f"file: remove the link ({path}), then run the command again")
         return path
 
     def platforms(self) -> list[str]:
-        """Platform folders with a valid key (a folder with another name cannot have been written by the store)."""
-        if not self.root.is_dir():
+        """Platform folders with a valid key (a folder with another name cannot have been written by the store)
+        that can be read; the others are in folder_problems()."""
+        return sorted(set(self._named()) - set(self.folder_problems()))
+
+    def _named(self) -> list[str]:
+        """Entries of the store with a platform key's name, whatever they are."""
+        try:
+            return sorted(p.name for p in self.root.iterdir() if PLATFORM_KEY.fullmatch(p.name))
+        except OSError:  # no store yet, or not a folder: no platform (the store's own errors come from writes)
             return []
-        return sorted(p.name for p in self.root.iterdir() if p.is_dir() and PLATFORM_KEY.fullmatch(p.name))
+
+    def folder_problems(self) -> dict[str, str]:
+        """{platform: why its folder cannot be used}, naming the path and the fix: an entry with a platform's
+        name that is not a folder, a symlink out of the store, a folder that cannot be read."""
+        out = {}
+        for name in self._named():
+            d = self.root / name
+            restore = f"restore the folder (git checkout -- {name} in {self.root}), then run the command again"
+            try:
+                self._contained(d, "fragment folder")
+                mode = d.stat().st_mode
+            except PathError as e:
+                out[name] = f"{e}"
+                continue
+            except OSError as e:
+                out[name] = f"{d}: {e.strerror or e}; {restore}"
+                continue
+            if not stat.S_ISDIR(mode):
+                out[name] = f"{d} is {regular.kind(mode)}, not a platform's folder; move it away and {restore}"
+            elif not os.access(d, os.R_OK | os.X_OK):
+                out[name] = (f"{d}: cannot be read (permission denied); make it readable (chmod -R u+rX {d}), "
+                             "or leave that platform out of this checkout")
+        return out
 
     def keys(self, platform: str) -> list[str]:
         d = self._dir(platform)
@@ -179,7 +228,7 @@ class Store:
                     except PathError as e:
                         return self._corrupt(platform, key, f, f"a symlink is not a fragment ({e})")
             try:
-                raw = js.read_bytes()
+                raw = regular.read_bytes(js)
                 meta = json.loads(raw.decode("utf-8"))
             except UnicodeDecodeError as e:
                 return self._corrupt(platform, key, js, f"not UTF-8 (byte {e.object[e.start]:#04x} at offset {e.start})")
@@ -187,21 +236,21 @@ class Store:
                 what = "empty" if not e.doc.strip() else f"invalid JSON ({e.msg} at line {e.lineno} column {e.colno})"
                 return self._corrupt(platform, key, js, what)
             except (OSError, ValueError, RecursionError) as e:
-                return self._corrupt(platform, key, js, f"unreadable ({type(e).__name__}: {e})")
+                return self._corrupt(platform, key, js, _unreadable(e))
             why = meta_problem(meta)
             if why:
                 return self._corrupt(platform, key, js, why)
             try:
-                text = _read_text(txt) if txt.exists() else None  # missing: torn; a folder: unreadable
+                text = _read_text(txt) if txt.exists() else None  # missing: torn; a folder, a FIFO...: unreadable
             except UnicodeDecodeError as e:
                 return self._corrupt(platform, key, txt, f"not UTF-8 (byte {e.object[e.start]:#04x} at offset {e.start})")
             except OSError as e:
-                return self._corrupt(platform, key, txt, f"unreadable ({type(e).__name__}: {e})")
+                return self._corrupt(platform, key, txt, _unreadable(e))
             if text is not None and meta["text_sha256"] == sha256_text(text):
                 return Fragment(platform, key, text, meta)
             interrupted = text is None or self.interrupted(txt, meta["text_sha256"])
             try:
-                settled = js.read_bytes() == raw
+                settled = regular.read_bytes(js) == raw
             except OSError:
                 settled = False
             if settled:
@@ -228,7 +277,7 @@ class Store:
             if txt.suffix != ".txt" or txt.is_symlink() or js.is_symlink():
                 continue
             try:
-                vouched = json.loads(js.read_bytes().decode("utf-8")).get("text_sha256")
+                vouched = json.loads(regular.read_text(js)).get("text_sha256")
             except (OSError, ValueError, AttributeError, RecursionError):
                 continue
             if atomic.sha256_file(txt) != vouched and atomic.sha256_file(kept) == vouched:
@@ -248,8 +297,16 @@ class Store:
             frag = self.read(platform, key, failed)
             if frag is not None and frag.corrupt:
                 return frag.corrupt
-        _, why = self._read_skip(platform, key)
-        return why
+        return self.skip_problem(platform, key)
+
+    def corrupt_beside(self, platform: str, key: str) -> str | None:
+        """corrupt() for the files beside a fragment already read: its failure record and skip record."""
+        frag = self.read(platform, key, True)
+        return frag.corrupt if frag is not None and frag.corrupt else self.skip_problem(platform, key)
+
+    def skip_problem(self, platform: str, key: str) -> str | None:
+        """Why the skip record of (platform, key) is corrupt, or None."""
+        return self._read_skip(platform, key)[1]
 
     def write(self, platform: str, key: str, text: str, meta: dict) -> None:
         """Publish a good fragment (text and JSON as a unit) and clear any failure record beside it."""
@@ -276,7 +333,7 @@ class Store:
         path = self._skip_path(platform, key)
         body = json.dumps({"schema": SCHEMA, "reason": reason}, ensure_ascii=False) + "\n"
         try:
-            same = not path.is_symlink() and path.is_file() and path.read_bytes() == body.encode("utf-8")
+            same = not path.is_symlink() and path.is_file() and regular.read_bytes(path) == body.encode("utf-8")
         except OSError:
             same = False
         if not same:
@@ -292,6 +349,8 @@ class Store:
             return None, None
         try:
             data = json.loads(_read_text(path))
+        except regular.NotRegular as e:
+            return None, f"{path}: {_unreadable(e)}"
         except (OSError, ValueError, RecursionError) as e:
             return None, f"{path}: {'empty' if isinstance(e, json.JSONDecodeError) and not e.doc.strip() else type(e).__name__ + ': ' + str(e)}"
         if not isinstance(data, dict) or not isinstance(data.get("reason", "skipped"), str):

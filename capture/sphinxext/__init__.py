@@ -10,6 +10,8 @@ from . import snippet
 from .charts import DataChartDirective
 from .claims import ClaimDirective
 from .coderule import check_code_blocks
+from .comparisons import CmpRole
+from .drifttable import DriftTableDirective
 from .freshness import STORE
 from .meta import MetaRole
 from .numbers import NumRole
@@ -19,9 +21,12 @@ from .platforms import PlatformTableDirective
 from .scope import PerPlatformDirective, UntilCapturedDirective
 from .verdicts import VerdictMatrixDirective
 from .provenance import copy_provenance
+from .share import report_share
 from .snippet import SnippetDirective
 from .tables import RecordsTableDirective
 from .terms import check_terms, report_unused
+from . import words
+from .words import check_comparisons
 
 STATIC = Path(__file__).resolve().parent / "static"
 
@@ -38,9 +43,12 @@ def setup(app):
     # ("" = detect it, "none" = no machine, e.g. a docs-only build that cannot regenerate anything)
     app.add_config_value("book_local_platform", "", "env")
     app.add_config_value("book_code_rule_exempt", [], "env")
+    # recorded words ({num} of an outcome like `silent: read 0`) as the reader reads them: {recorded: words}
+    app.add_config_value("book_recorded_words", {}, "env")
     # sentences naming a backend / OS / device outside scoped blocks must be listed here (capture/sphinxext/terms.py)
     app.add_config_value("book_scope_allow", "", "env")
     app.add_config_value("book_scope_pages", [], "env")  # the reader pages it applies to
+    words.add_config(app)  # book_words_pending: reader pages being rewritten, where the word checks only log
     app.add_directive("snippet", SnippetDirective)
     snippet.setup(app)  # which files pages show, for provenance
     app.add_directive("output", OutputDirective)
@@ -53,14 +61,18 @@ def setup(app):
     app.add_directive("until-captured", UntilCapturedDirective)
     app.add_directive("verdict-matrix", VerdictMatrixDirective)
     app.add_directive("platform-table", PlatformTableDirective)
+    app.add_directive("drift-table", DriftTableDirective)
     app.add_role("num", NumRole())
     app.add_role("meta", MetaRole())
+    app.add_role("cmp", CmpRole())
     app.connect("config-inited", _add_static)
     app.add_css_file("capture.css")
     app.connect("doctree-resolved", check_code_blocks)
     app.connect("doctree-resolved", check_terms)
     app.connect("doctree-resolved", check_tab_depth)
+    app.connect("doctree-resolved", check_comparisons)
     app.connect("build-finished", report_unused)
     app.connect("build-finished", copy_provenance)
+    app.connect("build-finished", report_share)
     STORE.connect(app)  # pages showing fragments are re-read when the store changes
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "0.1"}

@@ -16,6 +16,7 @@ from capture.claims import WhereError, judge, parse_where
 from capture.manifest import ManifestError
 from capture.query import QueryError
 from capture.sphinxext.common import SCOPE, book, depend, differs_option, logger, notice, reader_why, scoped, warn
+from capture.sphinxext.words import report
 
 
 class ClaimDirective(SphinxDirective):
@@ -55,23 +56,23 @@ class ClaimDirective(SphinxDirective):
             for u in v.answer.unlike:
                 warn(f"claim on {v.platform} compares unlike things: {u} — make the experiments' conditions agree, or "
                      "say how they differ in the text and add `:differs: CONDITION`", where, "unlike")
-            short = b.short_label(v.platform)
+            short = b.short_label(v.platform)  # the machine as a reader knows it; its devices go to the log only
             devices = "、".join(sorted(set(d for d in v.devices if d)))
             if v.severity == WARN:
                 failed = True
                 warn(f"claim not supported on {v.platform} ({devices}): {expr} — {v.why}", where, "claim")
             if v.undecided:
                 if v.expected:
-                    logger.info(f"claim cannot be decided on {v.platform} ({devices}): {v.why}", location=where)
-                kind, text = "undecided", f"≈ {short}（{devices}）：说不清"
+                    self.undecided(v, devices, expr, where)
+                kind, text = "undecided", f"≈ {short}：说不清"
             elif v.holds is None:
-                kind, text = "unknown", f"？ {short}（{devices}）：未能核对"
+                kind, text = "unknown", f"？ {short}：未能核对"
             elif v.expected:
-                kind, text = ("ok", f"✓ {short}（{devices}）：数据支持") if v.holds else ("bad", f"✗ {short}（{devices}）：数据不支持")
+                kind, text = ("ok", f"✓ {short}：数据支持") if v.holds else ("bad", f"✗ {short}：数据不支持")
             elif v.holds:
                 continue  # outside the sentence's scope and true there too: nothing a reader needs
             else:
-                kind, text = "other", f"· {short}（{devices}）：这句话不说这台机器，在这里也确实不是这样"
+                kind, text = "other", f"· {short}：这句话说的不是这台机器，这里的数据也确实不支持它"
             (other if kind == "other" else counts[kind]).append(short)
             why = reader_why(v.why) if v.why else ""
             if v.stale:
@@ -81,6 +82,19 @@ class ClaimDirective(SphinxDirective):
         box["classes"].append("book-claim-failed" if failed else "book-claim-checked")
         box.extend(claim_marks(counts, other, stale, lines))
         return [box]
+
+    def undecided(self, v, devices: str, expr: str, where) -> None:
+        """The body asserts; where it is expected and the data cannot tell, a reader page must not assert it
+        (capture/sphinxext/words.py; docs/dev/authoring.md says what to do instead)."""
+        app, docname = self.env.app, self.env.docname
+        if docname not in app.config.book_scope_pages:
+            logger.info(f"claim cannot be decided on {v.platform} ({devices}): {v.why}", location=where)
+            return
+        report(app, docname,
+               f"claim asserts what the data cannot tell on {v.platform} ({devices}): {expr} — {v.why}. Claim what "
+               "the data decide (for 'about the same': a < 4 * b and b < 4 * a), narrow :where: to the machines where "
+               "it is decided, or take the sentence out of the claim and let {cmp} say 说不清",
+               where, "claim")
 
 
 def claim_marks(counts: dict, other: list, stale: bool, lines: list) -> list[nodes.Node]:

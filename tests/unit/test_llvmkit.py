@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from capture import llvmkit, wheelkit
-from capture.paths import Layout, cache_home
+from capture.paths import Layout, cache_home, cargo_registry_src
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -66,7 +66,7 @@ def test_the_repository_locks_the_bundler_the_kit_stands_in_for():
 
 def test_the_kit_is_where_the_locked_bundler_looks_for_it():
     """The folder and sentinel names, read from the bundler's own source in cargo's registry."""
-    found = sorted((Path.home() / ".cargo/registry/src").glob(f"*/{llvmkit.BUNDLER}-{llvmkit.BUNDLER_VERSION}/src/config.rs"))
+    found = sorted(cargo_registry_src().glob(f"*/{llvmkit.BUNDLER}-{llvmkit.BUNDLER_VERSION}/src/config.rs"))
     if not found:
         pytest.skip(f"{llvmkit.BUNDLER} {llvmkit.BUNDLER_VERSION} is not in cargo's registry here (cargo fetch)")
     src = found[-1].read_text()

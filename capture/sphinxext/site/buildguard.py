@@ -23,7 +23,10 @@ from pathlib import Path
 
 from sphinx.application import Sphinx
 from sphinx.config import Config
+from sphinx.errors import ConfigError
 from sphinx.util import logging
+
+from capture import oserror
 
 logger = logging.getLogger(__name__)
 
@@ -54,8 +57,12 @@ def on_config_inited(app: Sphinx, config: Config) -> None:
         logger.info("the previous build of this folder was interrupted: reading and writing every page again")
         with contextlib.suppress(FileNotFoundError):
             (doctrees / ENV_PICKLE).unlink()
-    doctrees.mkdir(parents=True, exist_ok=True)
-    marker.write_text(f"pid {os.getpid()}\n", encoding="utf-8")
+    try:
+        doctrees.mkdir(parents=True, exist_ok=True)
+        marker.write_text(f"pid {os.getpid()}\n", encoding="utf-8")
+    except OSError as e:  # read-only, or a file where a folder goes: said in one line, not an extension's traceback
+        raise ConfigError(f"cannot write the build's doctree folder: {oserror.plain(e)} "
+                          f"(or build into another folder: sphinx-build ... -d OTHER_DIR)") from None
 
 
 def on_build_finished(app: Sphinx, exception) -> None:

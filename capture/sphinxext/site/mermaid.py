@@ -35,7 +35,7 @@ from sphinx.environment import BuildEnvironment
 from sphinx.util import logging
 from sphinxcontrib.mermaid import mermaid
 
-from capture import assets
+from capture import assets, oserror
 from capture.sphinxext.site import render
 from capture.sphinxext.site.depends import Dependency
 
@@ -125,6 +125,7 @@ def draw_missing(app: Sphinx, env: BuildEnvironment) -> list[str]:
         logger.warning(f"charts not drawn at build time, the pages draw them in the browser: {e}",
                        location=str(Path(app.confdir, "conf.py")), type="book", subtype="mermaid")
         return []
+    uncached: list[OSError] = []
     for job in jobs:
         key = job["id"].removeprefix("bookchart-")
         result = results[job["id"]]
@@ -136,8 +137,9 @@ def draw_missing(app: Sphinx, env: BuildEnvironment) -> list[str]:
         try:
             render.store(key, result)
         except OSError as e:
-            logger.warning(f"chart drawing not cached (it is drawn again next build): {e}", location=where[key],
-                           type="book", subtype="mermaid")
+            uncached.append(e)
+    if uncached:  # the pages have their drawings; only the next build pays: said once, never a build failure
+        logger.info(f"{len(uncached)} chart drawing(s) not cached, drawn again next build: {oserror.plain(uncached[0])}")
     return []
 
 

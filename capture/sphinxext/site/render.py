@@ -23,6 +23,7 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from capture import regular
 from capture.paths import cache_home
 
 VERSION = "1"  # bump when the drawing settings or this page change: every cached drawing is redrawn
@@ -85,7 +86,7 @@ def job_key(code: str, theme: str, mermaid_version: str) -> str:
 def cached(key: str, folder: Path | None = None) -> Drawing | None:
     path = (folder or cache_dir()) / f"{key}.json"
     try:
-        return Drawing(**json.loads(path.read_text(encoding="utf-8")))
+        return Drawing(**json.loads(regular.read_text(path)))
     except (OSError, ValueError, TypeError):
         return None  # absent or unreadable: drawn again
 
