@@ -6,7 +6,8 @@ a token that fits on a line is never split, so `chain8` does not become "chai/n8
 `nox -s regenerate` not "regenera te"). This pass gives a long token (a record reference, a path, an
 environment variable, a long CamelCase name) places to break between its parts: a <wbr> after `.`, `/`, `_`,
 `:`, `@`, `(`, `,`, `=` where a letter or digit follows, and before each capitalised part of a CamelCase name
-(Shape·Mismatch·Binary·Op). <wbr> is not copied with the text, so a copied command stays whole.
+(Shape·Mismatch·Binary·Op). Each part is an inline block (book-site.css), so it too moves to the next line
+whole. <wbr> is not copied with the text, so a copied command stays whole.
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ PART = re.compile(r"(\.|/|_|:|@|&#64;|\(|,|=)(?=[A-Za-z0-9])|(?<=[a-z0-9])(?=[A-
 
 
 def breakable(body: str) -> str:
-    """The page body with <wbr> between the parts of each long inline-code token."""
+    """The page body with each long inline-code token cut into parts, each a span.book-code-part (an inline block:
+    it moves to the next line whole, so no part breaks at its own hyphen), with a <wbr> between them."""
     def parts(token: str) -> str:
-        return PART.sub(lambda m: (m.group(1) or "") + "<wbr>", token)
+        cut = PART.sub(lambda m: (m.group(1) or "") + "\0", token).split("\0")
+        return "<wbr>".join(f'<span class="book-code-part">{part}</span>' for part in cut if part)
 
     return SPAN.sub(lambda m: m.group(1) + parts(m.group(2)) + m.group(3), body)
 
