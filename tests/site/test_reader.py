@@ -244,3 +244,44 @@ def test_nothing_is_folded_on_a_laptop(probe, server):
     assert len(folds) >= 10
     folded = [f for f in folds if f["summary"] or not f["shown"]]
     assert not folded, folded
+
+
+SECTION_FOLDS_JS = """() => [...document.querySelectorAll('details.book-fold')].map((d) => {
+  const summary = d.querySelector(':scope > summary');
+  const body = [...d.children].filter((c) => c !== summary);
+  return {open: d.open, summary: summary.checkVisibility() ? summary.textContent.trim() : null,
+          shown: body.some((c) => c.checkVisibility()), ids: [...d.querySelectorAll('[id]')].map((e) => e.id)};
+})"""
+FOLD_PAGE = "dev/showcase.html"  # the section shape, with one {evidence} fold (docs/dev/showcase.md)
+FOLD_TARGET = "dev-showcase-evidence-inside"
+
+
+@pytest.mark.parametrize("width", reader.WIDTHS)
+def test_a_sections_fold_is_closed_at_every_width_and_opens(probe, server, width):
+    """{evidence}: one closed line naming what it holds, at 390 px and at 1280 px; a click opens it; a link to an id
+    inside it (from another page, or on the same page) opens it; the reading path's output names its machine."""
+    p = probe(width=width)
+    p.goto(server + FOLD_PAGE)
+    folds = p.page.evaluate(SECTION_FOLDS_JS)
+    assert folds and all(not f["open"] and not f["shown"] and f["summary"] for f in folds), folds
+    assert folds[0]["summary"] == "输出和来历", folds
+    section = p.page.locator("#dev-showcase-evidence")
+    assert section.locator(".book-output-wrapper .book-output-machine").first.is_visible()  # the one machine, named
+    p.page.locator("details.book-fold > summary").first.click()
+    first = p.page.evaluate(SECTION_FOLDS_JS)[0]
+    assert first["open"] and first["shown"], first
+    p.page.locator("details.book-fold > summary").first.click()  # closed again
+
+    p.page.evaluate(f"() => {{ window.location.hash = '{FOLD_TARGET}'; }}")  # a link on the same page
+    p.page.wait_for_timeout(200)
+    assert next(f for f in p.page.evaluate(SECTION_FOLDS_JS) if FOLD_TARGET in f["ids"])["open"]
+
+    linked = probe(width=width)
+    linked.goto(server + f"{FOLD_PAGE}#{FOLD_TARGET}")
+    linked.page.wait_for_timeout(200)
+    fold = next(f for f in linked.page.evaluate(SECTION_FOLDS_JS) if FOLD_TARGET in f["ids"])
+    assert fold["open"] and fold["shown"], fold
+    in_view = linked.page.evaluate(f"() => {{ const r = document.getElementById('{FOLD_TARGET}').getBoundingClientRect();"
+                                   " return r.top >= 0 && r.top < window.innerHeight; }")
+    assert in_view, "the link's target is opened but not scrolled to"
+    assert p.problems == [] and linked.problems == []
