@@ -10,6 +10,7 @@ from . import snippet
 from .charts import DataChartDirective
 from .claims import ClaimDirective
 from .coderule import check_code_blocks
+from .comparisons import CmpRole
 from .freshness import STORE
 from .meta import MetaRole
 from .numbers import NumRole
@@ -22,6 +23,8 @@ from .provenance import copy_provenance
 from .snippet import SnippetDirective
 from .tables import RecordsTableDirective
 from .terms import check_terms, report_unused
+from . import words
+from .words import check_comparisons
 
 STATIC = Path(__file__).resolve().parent / "static"
 
@@ -41,6 +44,7 @@ def setup(app):
     # sentences naming a backend / OS / device outside scoped blocks must be listed here (capture/sphinxext/terms.py)
     app.add_config_value("book_scope_allow", "", "env")
     app.add_config_value("book_scope_pages", [], "env")  # the reader pages it applies to
+    words.add_config(app)  # book_words_pending: reader pages being rewritten, where the word checks only log
     app.add_directive("snippet", SnippetDirective)
     snippet.setup(app)  # which files pages show, for provenance
     app.add_directive("output", OutputDirective)
@@ -55,11 +59,13 @@ def setup(app):
     app.add_directive("platform-table", PlatformTableDirective)
     app.add_role("num", NumRole())
     app.add_role("meta", MetaRole())
+    app.add_role("cmp", CmpRole())
     app.connect("config-inited", _add_static)
     app.add_css_file("capture.css")
     app.connect("doctree-resolved", check_code_blocks)
     app.connect("doctree-resolved", check_terms)
     app.connect("doctree-resolved", check_tab_depth)
+    app.connect("doctree-resolved", check_comparisons)
     app.connect("build-finished", report_unused)
     app.connect("build-finished", copy_provenance)
     STORE.connect(app)  # pages showing fragments are re-read when the store changes

@@ -426,3 +426,124 @@ def test_machine_specific_sentences_must_be_scoped_or_listed(site, tmp_path):
     allow.write_text(allow.read_text() + '\n[[allow]]\npage = "index"\ntext = "早就删掉的一句"\nwhy = "过时"\n')
     code, err, _ = build(site.root, tmp_path / "stale-entry")
     assert code != 0 and "matches no sentence any more" in err
+
+
+CMP_PAGE = """# 页
+
+::::{per-platform} all
+快：{cmp}`median(measure@cpu:t.returned) vs median(measure@cpu:t.synced) | a=返回, b=同步`。
+慢：{cmp}`median(measure@cpu:t.synced) vs median(measure@cpu:t.returned) | a=sync, b=return`。
+百分比：{cmp}`median(measure@cpu:t.returned) vs 8 * median(measure@cpu:t.returned) | a=一次, b=八次`。
+说不清：{cmp}`measure@cpu:t.returned{run=0} vs measure@cpu:t.returned{run=1} | a=第一次, b=第二次`。
+个数：{cmp}`count(measure@cpu:t.returned) vs count(measure@cpu:t.synced) | a=返回, b=同步, kind=count`。
+::::
+"""
+
+
+def test_cmp_says_direction_and_size_from_the_verdict_engine(site, tmp_path):
+    (site.root / "docs/index.md").write_text(CMP_PAGE)
+    code, err, out = build(site.root, tmp_path)
+    assert code == 0, err
+    doc = page(out)
+    clauses = [c.text().replace("\xa0", " ") for c in doc.find_all(cls="book-cmp")]
+    # returned 2-6 µs against synced 2-6 ms: decided; under 10% the ratio is said the other way round
+    assert clauses[0] == "返回比同步快，同步的用时是返回的 1000 倍", clauses
+    assert clauses[1] == "sync 比 return 慢，用时是 return 的 1000 倍", clauses
+    assert clauses[2] == "一次比八次快，用时是八次的 12%", clauses  # 1/8, two significant digits
+    # 2 µs against 4 µs: two timings need more than 2x between them, so the engine cannot tell
+    assert clauses[3] == "分不出第一次和第二次哪个快（说不清）", clauses
+    assert clauses[4] == "返回和同步一样多", clauses  # exact values: equal is a verdict too
+    undecided = doc.find_all(cls="book-cmp")[3]
+    assert "说不清" in undecided.attrs.get("title", "") and "依据" in undecided.attrs.get("title", "")
+    # the size is a figure from the records: a link to the fragment, like {num}
+    assert doc.find_all(cls="book-cmp")[0].find_all("a", "book-num")
+
+
+def test_cmp_follows_the_records_when_they_flip(site, tmp_path):
+    frag = site.fragments / "linux-x86_64-cpu/measure@cpu.json"
+    meta = json.loads(frag.read_text())
+    for r in meta["records"]:
+        if r["name"] == "t.synced":
+            r["value"] = r["value"] * 1e-6  # synced now 1000x shorter than returned
+    frag.write_text(json.dumps(meta))
+    (site.root / "docs/index.md").write_text(CMP_PAGE)
+    code, err, out = build(site.root, tmp_path)
+    assert code == 0, err
+    first = page(out).find_all(cls="book-cmp")[0].text().replace("\xa0", " ")
+    assert first == "返回比同步慢，用时是同步的 1000 倍"
+
+
+@pytest.mark.parametrize(
+    "role, expected",
+    [
+        ("{cmp}`median(measure@cpu:t.returned) vs median(measure@cpu:t.synced) | a=x, b=y`", "{cmp} names no platform"),
+        ("::::{per-platform} all\n{cmp}`median(measure@cpu:t.returned) median(measure@cpu:t.synced) | a=x, b=y`\n::::",
+         "separated by ' vs '"),
+        ("::::{per-platform} all\n{cmp}`median(measure@cpu:t.returned) vs median(measure@cpu:t.synced) | a=x`\n::::",
+         "name side b"),
+        ("::::{per-platform} all\n{cmp}`median(measure@cpu:t.nope) vs median(measure@cpu:t.synced) | a=x, b=y`\n::::",
+         "no such record"),
+    ],
+)
+def test_cmp_mistakes_fail_the_strict_build(site, tmp_path, role, expected):
+    (site.root / "docs/index.md").write_text(f"# 页\n\n{role}\n")
+    code, err, _ = build(site.root, tmp_path)
+    assert code != 0 and "index.md" in err and expected in err, err
+
+
+def build_log(root: Path, tmp: Path):
+    """A strict build that keeps the info lines (the pending pages' findings are printed there)."""
+    r = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-W", "-n", "--keep-going", "-b", "html", "-c", str(root), str(root / "docs"),
+         str(tmp / "html")], capture_output=True, text=True)
+    return r.returncode, r.stdout + r.stderr
+
+
+def reader_page(site, body: str, pending: bool = False) -> None:
+    conf = site.root / "conf.py"
+    conf.write_text(CONF.format(root=str(site.root)) + 'book_scope_pages = ["index"]\n'
+                    + ('book_words_pending = ["index"]\n' if pending else ""))
+    (site.root / "docs/index.md").write_text(f"# 页\n\n::::{{per-platform}} all\n{body}\n::::\n")
+
+
+RETURNED, SYNCED = "{num}`median(measure@cpu:t.returned)`", "{num}`median(measure@cpu:t.synced)`"
+
+
+@pytest.mark.parametrize("sentence", [
+    f"同步用了 {SYNCED}，比返回的 {RETURNED} 还长。",
+    f"返回只要 {RETURNED}，同步要 {SYNCED}，慢了三个数量级。",
+    f"返回 {RETURNED} 不到同步 {SYNCED} 的一半。",
+])
+def test_a_hand_written_comparison_beside_two_measured_figures_fails(site, tmp_path, sentence):
+    reader_page(site, sentence)
+    code, err, _ = build(site.root, tmp_path)
+    assert code != 0 and "index.md" in err and "hand-written comparison" in err and "{cmp}" in err, err
+
+
+def test_comparisons_from_cmp_and_single_figures_pass(site, tmp_path):
+    reader_page(site, f"返回用了 {RETURNED}，同步用了 {SYNCED}：{{cmp}}`median(measure@cpu:t.returned) vs "
+                      f"median(measure@cpu:t.synced) | a=返回, b=同步`。\n\n同步比返回慢，要 {SYNCED}。")
+    code, err, _ = build(site.root, tmp_path)
+    assert code == 0, err  # words inside {cmp} come from the records; one figure is not a comparison of two
+
+
+def test_a_pending_page_only_reports_in_the_log(site, tmp_path):
+    reader_page(site, f"同步用了 {SYNCED}，比返回的 {RETURNED} 还长。", pending=True)
+    code, log = build_log(site.root, tmp_path)
+    assert code == 0, log
+    assert "words pending (index): hand-written comparison «比返回的" in log
+    assert "index has 1 finding(s)" in log
+
+
+def test_a_claim_that_the_data_cannot_tell_must_not_assert_on_a_reader_page(site, tmp_path):
+    reader_page(site, f":::{{claim}} {UNDECIDED}\n:where: cpu\n同步后的时间是返回时的六百倍以上。\n:::")
+    code, err, _ = build(site.root, tmp_path)
+    assert code != 0 and "index.md" in err and "claim asserts what the data cannot tell on linux-x86_64-cpu" in err, err
+    reader_page(site, f":::{{claim}} {UNDECIDED}\n:where: cpu\n同步后的时间是返回时的六百倍以上。\n:::", pending=True)
+    code, log = build_log(site.root, tmp_path / "pending")
+    assert code == 0 and "words pending (index): claim asserts what the data cannot tell" in log, log
+    # what the data decide may be asserted
+    reader_page(site, ":::{claim} median(measure@cpu:t.synced) > 100 * median(measure@cpu:t.returned)\n"
+                      ":where: cpu\n同步后的时间是返回时的一百倍以上。\n:::")
+    code, err, _ = build(site.root, tmp_path / "decided")
+    assert code == 0, err
