@@ -13,6 +13,7 @@ start with neither `KEY`, `platform.`, `none` nor `see`, are ignored):
                                        a list assigns in the records' order (run, round, process), cycling
     KEY:NAME{tag=v,...} + VALUE        add a record (a result only the Mac's build writes)
     KEY:NAME{tag=v,...} [TAG] = VALUE  set a tag of every record it selects
+    KEY:NAME{tag=v,...} drop           remove the records it selects (a result only other backends write)
     KEY .a.b = VALUE                   set a metadata field (versions.threads, caches, ...)
     KEY 'old' -> 'new'                 replace text the reader sees (must occur)
     KEY absent                         the manifest does not run it on macOS (checked, nothing written)
@@ -37,13 +38,13 @@ TABLE = Path(__file__).resolve().parents[2] / "docs/dev/mac.md"
 UNITS = {"ns": 1e-9, "µs": 1e-6, "us": 1e-6, "ms": 1e-3, "s": 1.0}
 _NUM = re.compile(r"^(-?[0-9][0-9_.e+-]*)\s*(ns|µs|us|ms|s)?$")
 # a backticked span of the encoding cell that is a statement (others are code named in prose)
-_STATEMENT = re.compile(r"^(\S+@\S+|platform\.\S+ =|none$|see [EDS]\d\d$)")
+_STATEMENT = re.compile(r"^(\S+@\S+|platform\.\S+ =|none$|see [EDS]\d\d[a-z]?$)")
 _REF = re.compile(r"^(?P<key>[A-Za-z0-9*?_.-]+@[A-Za-z*?]+)(?::(?P<name>[A-Za-z0-9_.]+)(?:\{(?P<tags>[^}]*)\})?)?$")
 
 
 @dataclass(frozen=True)
 class Statement:
-    kind: str  # set | add | tag | meta | text | absent | machine | none | see
+    kind: str  # set | add | tag | drop | meta | text | absent | machine | none | see
     key: str = ""
     name: str = ""
     tags: tuple[tuple[str, str], ...] = ()
@@ -109,7 +110,7 @@ def statement(src: str) -> Statement:
     src = src.strip()
     if src == "none":
         return Statement("none")
-    if re.fullmatch(r"see [EDS]\d\d", src):
+    if re.fullmatch(r"see [EDS]\d\d[a-z]?", src):
         return Statement("see", target=src[4:])
     if src.startswith("platform."):
         path, _, val = src.partition("=")
@@ -133,6 +134,8 @@ def statement(src: str) -> Statement:
     tm = re.match(r"^\[(\w+)\]\s*=\s*(.+)$", rest)
     if tm:
         return Statement("tag", key, name, tags, target=tm[1], value=value(tm[2]))
+    if rest == "drop":
+        return Statement("drop", key, name, tags)
     if rest.startswith("="):
         return Statement("set", key, name, tags, value=value(rest[1:]))
     if rest.startswith("+"):
@@ -146,7 +149,7 @@ def rows(path: Path = TABLE) -> list[Row]:
     out = []
     for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
         cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.startswith("|") else []
-        if len(cells) < 5 or not re.fullmatch(r"[EDS]\d\d", cells[0]):
+        if len(cells) < 5 or not re.fullmatch(r"[EDS]\d\d[a-z]?", cells[0]):
             continue
         rid, draft, carrier, enc = cells[0], cells[1], cells[-2], cells[-1]
         found = [c for c in re.findall(r"`([^`]+)`", enc) if _STATEMENT.match(c)]
@@ -194,6 +197,11 @@ def apply(st: Statement, meta: dict, text: str, device: str | None) -> str:
         if not hits:
             raise AssertionError(f"{where}: no record {st.name}{dict(st.tags) or ''}")
         _assign(hits, "value", st.value, st.target if st.kind == "tag" else "")
+    elif st.kind == "drop":
+        hits = select(meta, st)
+        if not hits:
+            raise AssertionError(f"{where}: no record {st.name}{dict(st.tags) or ''}")
+        meta["records"] = [r for r in meta["records"] if not any(r is h for h in hits)]
     elif st.kind == "add":
         tags = {"framework": meta["framework"], "device": device, **dict(st.tags)}
         meta["records"].append({"name": st.name, "value": st.value, "unit": "", "tags": tags})

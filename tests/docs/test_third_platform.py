@@ -29,12 +29,15 @@ from pathlib import Path
 import pytest
 
 from capture import fingerprint, identity
+from capture.platform import Platform
+from capture.roles import resolve
 from capture.store import Store
 from tests.docs import mac_table
 from tests.docs.dom import parse
 
 REPO = Path(__file__).resolve().parents[2]
 H200 = "linux-x86_64-nvidia-h200"
+CPU = "linux-x86_64-cpu"
 MAC = "macos-arm64-apple-m2-max"
 GPU_DEVICE = {"torch": "mps", "burn": "metal", "candle": "metal"}
 
@@ -63,22 +66,31 @@ MAC_VARIANTS = {
 }
 
 
-def _runs_on_macos(exp) -> bool:
-    return not exp.platforms or "macos" in exp.platforms
+MAC_PLATFORM = Platform(key=MAC, os="macos", arch="arm64", gpu="apple", gpu_name="Apple M2 Max", gpu_count=1)
 
 
-def derive(root: Path) -> dict[str, list]:
-    """key -> [meta, text]: the H200's fragments as the Mac would write them, before the table's rows."""
+def skip_reason(exp, role: str) -> str | None:
+    """Why the Mac's regenerate would not run (exp, role), by the rules it plans with (capture/regenerate.py)."""
+    if exp.platforms and MAC_PLATFORM.os not in exp.platforms:
+        return f"runs only on {', '.join(exp.platforms)}"
+    res = resolve(MAC_PLATFORM, exp.framework, role, None, exp.gpu_device, None)
+    return None if res.device else res.reason
+
+
+def derive(root: Path) -> tuple[dict[str, list], dict[str, str]]:
+    """key -> [meta, text]: the H200's fragments as the Mac would write them, before the table's rows;
+    and key -> reason for what the Mac does not run."""
     from capture.manifest import load
     from capture.paths import Layout
 
     manifest = load(Layout(root).manifest)
-    on_mac = {f"{e.id}@{r}" for e in manifest.experiments if _runs_on_macos(e) for r in e.roles}
-    src = root / "docs/_fragments" / H200
+    skipped = {f"{e.id}@{r}": why for e in manifest.experiments for r in e.roles if (why := skip_reason(e, r))}
     frags: dict[str, list] = {}
-    for js in sorted(src.glob("*@*.json")):
+    # the H200's fragments; where the H200 skipped a CPU experiment (it has no cargo), the CPU platform's
+    for src, js in [(d, js) for d in (root / "docs/_fragments" / H200, root / "docs/_fragments" / CPU)
+                    for js in sorted(d.glob("*@*.json"))]:
         key = js.stem
-        if key.endswith((".failed", ".skipped")) or key not in on_mac:
+        if key.endswith((".failed", ".skipped")) or key in skipped or key in frags:
             continue
         meta = json.loads(js.read_text(encoding="utf-8"))
         if meta["role"] == "gpu":
@@ -91,7 +103,7 @@ def derive(root: Path) -> dict[str, list]:
         meta["platform"] = MAC
         frags[key] = [meta, (src / f"{key}.txt").read_text(encoding="utf-8")]
     frags.update(mac_only(root, manifest, frags))
-    return frags
+    return frags, skipped
 
 
 def mac_only(root: Path, manifest, frags: dict[str, list]) -> dict[str, list]:
@@ -124,7 +136,7 @@ def mac_only(root: Path, manifest, frags: dict[str, list]) -> dict[str, list]:
     return out
 
 
-def encode(frags: dict[str, list], rows: list[mac_table.Row]) -> dict:
+def encode(frags: dict[str, list], rows: list[mac_table.Row], skipped: dict[str, str]) -> dict:
     """Apply every row's statements; returns the machine the platform rows describe."""
     machine = dict(MAC_MACHINE)
     for row in rows:
@@ -137,7 +149,8 @@ def encode(frags: dict[str, list], rows: list[mac_table.Row]) -> dict:
                 continue
             keys = mac_table.keys_matching(st.key, frags)
             if st.kind == "absent":
-                assert not keys, f"docs/dev/mac.md:{row.line}: {row.rid}: {st.key} is captured on the Mac"
+                assert not keys and mac_table.keys_matching(st.key, skipped), \
+                    f"docs/dev/mac.md:{row.line}: {row.rid}: {st.key} is not a key the Mac skips"
                 continue
             assert keys, f"docs/dev/mac.md:{row.line}: {row.rid}: no Mac fragment matches {st.key}"
             hit = False
@@ -145,7 +158,7 @@ def encode(frags: dict[str, list], rows: list[mac_table.Row]) -> dict:
                 meta, text = frags[key]
                 if st.kind == "text" and st.old not in text:
                     continue
-                if st.kind in ("set", "tag") and not mac_table.select(meta, st):
+                if st.kind in ("set", "tag", "drop") and not mac_table.select(meta, st):
                     continue
                 frags[key][1] = mac_table.apply(st, meta, text, meta.get("device"))
                 hit = True
@@ -154,8 +167,8 @@ def encode(frags: dict[str, list], rows: list[mac_table.Row]) -> dict:
 
 
 def make_mac(root: Path) -> set[str]:
-    frags = derive(root)
-    machine = encode(frags, mac_table.rows())
+    frags, skipped = derive(root)
+    machine = encode(frags, mac_table.rows(), skipped)
     store = Store(root / "docs/_fragments")
     for key, (meta, text) in frags.items():
         if meta["role"] == "gpu":  # device names in what the reader sees
@@ -164,6 +177,8 @@ def make_mac(root: Path) -> set[str]:
         meta["host"] = fingerprint.of_machine(meta["machine"])
         meta.pop("text_sha256", None)
         store.write(MAC, key, text, meta)
+    for key, why in skipped.items():
+        store.write_skip(MAC, key, why)
     m = {k: v for k, v in machine.items() if k != "gpu_vendor"}
     ident = identity.Identity.from_dict({
         "key": MAC, "display_name": "Apple M2 Max · macOS", "os": "macos", "arch": "arm64",
@@ -198,9 +213,100 @@ def three(tmp_path_factory):
 
 
 def test_strict_build_passes_with_the_mac(three):
+    """Fails until the pages are Mac-safe: docs/dev/mac.md (待页面修正) lists each warning and its fix."""
     root, out, _, proc = three
-    assert proc.returncode == 0, proc.stderr[-6000:]
+    warnings = [line for line in proc.stderr.splitlines() if "WARNING" in line or "ERROR" in line]
+    assert proc.returncode == 0, f"{len(warnings)} warnings with the synthetic Mac:\n" + "\n".join(warnings)[-8000:]
     assert not (REPO / "docs/_fragments" / MAC).exists()
+
+
+def _check(st: mac_table.Statement, row: mac_table.Row, store: Store, keys: list[str], ident, rids: set[str]) -> None:
+    where = f"docs/dev/mac.md:{row.line}: {row.rid}: {st}"
+    if st.kind == "none":
+        assert row.carrier.startswith("无"), f"{where}: a row with no experiment says 无 in its carrier cell"
+    elif st.kind == "see":
+        assert st.target in rids, f"{where}: no row {st.target}"
+    elif st.kind == "machine":
+        assert getattr(ident, st.target) == st.value, where
+    elif st.kind == "absent":
+        assert not keys and store.read(MAC, st.key) is None and store.skip_reason(MAC, st.key), where
+    else:
+        assert keys, f"{where}: nothing written for {st.key}"
+        frags = [store.read(MAC, k) for k in keys]
+        assert all(f is not None and not f.corrupt for f in frags), where
+        if st.kind == "text":
+            assert any(st.value in f.text for f in frags), where
+        elif st.kind == "meta":
+            def get(meta, path):
+                for part in path.split("."):
+                    meta = (meta or {}).get(part)
+                return meta
+            assert any(get(f.meta, st.target) == st.value for f in frags), where
+        elif st.kind == "drop":
+            assert not any(mac_table.select(f.meta, st) for f in frags), where
+        else:
+            hits = [r for f in frags for r in mac_table.select(f.meta, st if st.kind != "tag" else
+                                                              mac_table.Statement("set", st.key, st.name, st.tags))]
+            assert hits, f"{where}: the written Mac has no such record"
+            if st.kind == "set":
+                vals = st.value if isinstance(st.value, list) else [st.value]
+                assert all(r["value"] in vals for r in hits), where
+            elif st.kind == "tag":
+                assert all(str(r["tags"][st.target]) == str(st.value) for r in hits), where
+
+
+def test_every_row_of_the_mac_table_is_encoded_in_the_written_mac(three):
+    """Each statement of docs/dev/mac.md's table is in the Mac the store wrote, and each carrier exists."""
+    root, _, _, _ = three
+    store = Store(root / "docs/_fragments")
+    written = store.keys(MAC)
+    ident = identity.read(root / "docs/_fragments", MAC)
+    rows = mac_table.rows()
+    rids = {r.rid for r in rows}
+    assert len(rows) == len(rids) > 80
+    for row in rows:
+        assert row.statements, row.rid
+        for st in row.statements:
+            _check(st, row, store, mac_table.keys_matching(st.key, written) if st.key else [], ident, rids)
+        for ref in re.findall(r"`([^`]+@[^`]+)`", row.carrier):  # the carrier: a fragment, and its record when named
+            m = mac_table._REF.match(ref)
+            assert m, f"docs/dev/mac.md:{row.line}: {row.rid}: carrier {ref!r} is not KEY or KEY:NAME"
+            frag = store.read(MAC, m["key"])
+            if frag is None:  # carried on other machines only: the Mac records why it does not run it
+                assert store.skip_reason(MAC, m["key"]), f"docs/dev/mac.md:{row.line}: {row.rid}: no Mac fragment {m['key']}"
+                continue
+            if m["name"]:
+                assert any(r["name"] == m["name"] for r in frag.records), f"{row.rid}: no record {ref}"
+
+
+def test_a_row_without_an_encoding_fails_to_parse(tmp_path):
+    page = tmp_path / "mac.md"
+    page.write_text("| 编号 | 草稿 | 说法 | 记录 | 编码 |\n| --- | --- | --- | --- | --- |\n"
+                    "| E01 | 000:5 | x | `torch-ret@gpu:ret.synced` | 见别处 |\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="E01 has no encoding"):
+        mac_table.rows(page)
+    assert mac_table.statement("torch-ret@gpu:ret.synced{run=0} = 1.5ms").value == pytest.approx(1.5e-3)
+    assert mac_table.statement("torch-*@* .versions.threads = 8").value == 8
+    with pytest.raises(ValueError):
+        mac_table.statement("torch-ret@gpu:ret.synced ~ 3")
+
+
+def test_the_mac_is_written_like_a_capture(three):
+    """Fresh fragments, three not applicable with the reason the Mac's regenerate would give, nothing else."""
+    root, _, mac_keys, _ = three
+    store = Store(root / "docs/_fragments")
+    assert set(store.keys(MAC)) == mac_keys and len(mac_keys) > 80
+    assert {k for k in ("burn-chain8-vulkan@gpu", "burn-matmul-vulkan@gpu", "candle-dummy-metal@cpu")
+            if store.skip_reason(MAC, k)} == {"burn-chain8-vulkan@gpu", "burn-matmul-vulkan@gpu", "candle-dummy-metal@cpu"}
+    assert all(not store.read(MAC, k).corrupt for k in mac_keys)
+
+
+def test_the_machine_table_names_torchs_threads(three):
+    _, out, _, _ = three
+    doc = parse((out / "eager.html").read_text(encoding="utf-8"))
+    table = doc.find_all("table", "book-platform-table")[0]
+    mac = [tr.text() for tr in table.find_all("tr") if "M2 Max" in tr.text()]
+    assert mac and "8 个 CPU 线程" in mac[0], mac  # eager.md: 「每台机器上用了几个线程，写在上面机器表的版本一栏」
 
 
 @pytest.mark.parametrize("page", ["eager", "design"])
@@ -247,9 +353,11 @@ def test_verdict_matrices_show_where_the_machines_differ(three):
     design = parse((out / "design.html").read_text(encoding="utf-8"))
     # timing rows: the drafts' Mac where its numbers are far enough apart to decide (capture/verdict.py)
     mlp = matrix_row(design, "随机器而变", "MLP 训练步（每步读回），candle 比 burn 快")
-    assert mlp["M2 Max · GPU"].startswith("否")  # burn 0.70 ms against candle 1.45 ms
+    # burn 0.67-0.77 ms against candle 1.36-1.53 ms (three processes): the drafts conclude burn is about twice
+    # as fast, the 2x margin cannot tell (docs/dev/mac.md, P13); never "candle faster"
+    assert not mlp["M2 Max · GPU"].startswith("是")
     first = matrix_row(design, "随机器而变", "MLP 的第一个训练步")
-    assert first["M2 Max · GPU"].startswith("是")  # 19.2 ms against 181 ms
+    assert first["M2 Max · GPU"].startswith("是")  # 19.2 ms (system cache) against 4.55 s (empty autotune cache)
     back = matrix_row(design, "随机器而变", "反向最贵")
     assert not back["M2 Max · GPU"].startswith("否")  # 437 µs against 240 µs: yes or cannot tell
     cpu = matrix_row(design, "随机器而变", "MLP 训练步（每步读回）")
