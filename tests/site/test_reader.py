@@ -98,7 +98,7 @@ def test_no_serious_accessibility_violation(browser, site, server, mode):
 READING_PAGES = ("index.html", "eager.html", "design.html", "appendix/ran-where.html", "appendix/glossary.html")
 # At 390 px, as loaded (tabs on their first machine, details closed, list items' evidence folded).
 # design: issue 22 asks for at most 60 % of 57 209 px.
-HEIGHT_BUDGET_390 = {"design.html": 34_300, "eager.html": 26_500}
+HEIGHT_BUDGET_390 = {"design.html": 34_300, "eager.html": 17_000}  # eager: issue 28's target (rewritten page)
 
 
 @pytest.fixture(scope="module")
@@ -135,7 +135,7 @@ def test_chapters_fit_their_height_on_a_phone(readings, page):
 # The text a reader sees at 1280 px (closed folds and unselected tabs left out) against the chapter's draft, in
 # non-space characters (reader.TEXT_SEEN_JS, reader.draft_chars). Issue 28's target is 1.8 on both pages; the
 # budgets hold the pages where they are (main at 8b60ead: eager 1.97, design 3.15) until their rewrites lower them.
-TEXT_RATIO_BUDGET_1280 = {"eager.html": 2.0, "design.html": 3.2}
+TEXT_RATIO_BUDGET_1280 = {"eager.html": 1.8, "design.html": 3.2}  # eager rewritten: issue 28's target
 
 
 @pytest.mark.parametrize("page", sorted(TEXT_RATIO_BUDGET_1280))
