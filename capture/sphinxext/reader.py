@@ -168,29 +168,21 @@ def _num(text: str, unit: str | None) -> str:
         return text
 
 
-# `a < 0.25 * b` reads "a 小于 b 的四分之一"; `not (a < b)` reads "a 不小于 b"
-_NEGATED = {"<": ">=", ">": "<=", "<=": ">", ">=": "<", "==": "!=", "!=": "=="}
-_FRACTIONS = {"0.5": "一半", "0.25": "四分之一", "0.2": "五分之一", "0.125": "八分之一", "0.1": "十分之一"}
-_TRUTH = {"是": "成立", "否": "不成立", "说不清": "说不清"}
-
-
 def _side(text: str) -> tuple[str, bool]:
-    """A comparison side as the reader's words: its value (and range); whether it was a recorded word.
-    A side scaled by a constant (`0.25 * b`) is said as "b 的四分之一（value）"."""
+    """A comparison side as the reader's words: its value (and range); whether it was a recorded word."""
     m = _SIDE.match(text.strip())
     if not m:
         return "", False
     val = m["val"]
     if val.startswith("'"):
         return "", True
-    value = _num(m["n"], m["unit"])
-    spread = f"几次在 {_num(m['lo'], m['unit'])} 到 {_num(m['hi'], m['unit'])} 之间" if m["lo"] is not None else ""
+    out = _num(m["n"], m["unit"])
+    if m["lo"] is not None:
+        out += f"（几次在 {_num(m['lo'], m['unit'])} 到 {_num(m['hi'], m['unit'])} 之间）"
     factor = re.match(r"^(?P<k>[0-9.]+) \* ", m["expr"])
-    if factor and float(factor["k"]) > 0:
-        base = _num(repr(float(m["n"]) / float(factor["k"])), m["unit"])
-        share = _FRACTIONS.get(factor["k"], f"{factor['k']} 倍")
-        return f"{base} 的{share}（{value}{'，' + spread if spread else ''}）", False
-    return value + (f"（{spread}）" if spread else ""), False
+    if factor:
+        out += f"（已乘 {factor['k']}）"
+    return out, False
 
 
 def _clause(text: str) -> str:
@@ -211,22 +203,17 @@ def _clause(text: str) -> str:
     left, right = body.split(f" {op} ", 1)
     lv, lword = _side(left)
     rv, rword = _side(right)
-    negated = bool(m["not"])
     if lword or rword:  # a recorded word against the expected one
         equal = (word == "是") == (op == "==")
         sentence = "记录下的结果正是这一种" if equal else "记录下的是另一种结果"
     elif lv and rv:
-        # the claim's own comparison (a `not` turns the operator round), then whether the data say it holds
-        truth = _TRUTH.get(word, word)
-        if negated and word in ("是", "否"):
-            truth = _TRUTH["否" if word == "是" else "是"]
-        sentence = f"{lv} {_OPS[_NEGATED[op] if negated else op]} {rv}：{truth}"
+        sentence = f"{lv} {_OPS[op]} {rv}？{word}"
         if m["rest"] and "not apart" in m["rest"]:
-            sentence += "，两边的范围隔得不够开（不到两倍），在测量噪声以内"
-        elif m["rest"] and "overlap" in m["rest"]:
-            sentence += "，两边的范围放宽到这台机器测得的漂移之后有重叠，在测量噪声以内"
+            sentence += "：两边的范围隔得不够开（不到两倍），在测量噪声以内"
     else:
         sentence = word
+    if m["not"]:
+        sentence = f"{sentence}（这里问的是它的反面）"
     return lead + sentence
 
 

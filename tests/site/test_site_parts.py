@@ -480,23 +480,6 @@ def test_reasons_read_as_sentences_with_formatted_values():
     assert figure_tip("NVIDIA H200 · Linux", "cuda", "median(a@gpu:x) / median(b@gpu:y)").startswith("在 NVIDIA H200 · Linux（设备 cuda）上测得，两个记录之比")
 
 
-def test_a_check_reads_as_the_claim_a_person_wrote():
-    """Issue 28: not "3.66 ms 小于 916 µs（已乘 0.25）？否（这里问的是它的反面）" but the claim's own comparison and
-    whether it holds: a constant factor is said as a share of the other side, a `not` turns the operator round."""
-    from capture.sphinxext.reader import reason
-
-    negated = reason("not (min(a@cpu:x) = 0.00366 s < 0.25 * min(a@cpu:y) = 0.000916 s: no)")
-    assert negated == "3.66\u00a0ms 不小于 3.66\u00a0ms 的四分之一（916\u00a0µs）：成立", negated
-    plain = reason("min(a@gpu:x) = 1.04e-05 s < 0.25 * min(a@gpu:y) = 3.56e-05 s: yes")
-    assert plain == "10.4\u00a0µs 小于 142\u00a0µs 的四分之一（35.6\u00a0µs）：成立", plain
-    assert reason("not (a@gpu:x = 0.002 s > 0.5 * a@gpu:y = 0.001 s: yes)").endswith("：不成立")
-    for text in (negated, plain):
-        assert "已乘" not in text and "反面" not in text and "？" not in text
-    undecided = reason("median(a@cpu:x) = 0.000338 s > median(b@cpu:y) = 0.000227 s: cannot tell "
-                       "(the spreads widened by their drift overlap: [1–2] (x1.45) vs [1–2] (x1.45))")
-    assert undecided.startswith("338\u00a0µs 大于 227\u00a0µs：说不清") and "漂移" in undecided
-
-
 def test_bytes_quoted_from_an_output_keep_its_decimal_unit():
     from capture.fmt import fmt_value
     from capture.query import Value
