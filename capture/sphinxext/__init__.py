@@ -41,6 +41,8 @@ def setup(app):
     # ("" = detect it, "none" = no machine, e.g. a docs-only build that cannot regenerate anything)
     app.add_config_value("book_local_platform", "", "env")
     app.add_config_value("book_code_rule_exempt", [], "env")
+    # recorded words ({num} of an outcome like `silent: read 0`) as the reader reads them: {recorded: words}
+    app.add_config_value("book_recorded_words", {}, "env")
     # sentences naming a backend / OS / device outside scoped blocks must be listed here (capture/sphinxext/terms.py)
     app.add_config_value("book_scope_allow", "", "env")
     app.add_config_value("book_scope_pages", [], "env")  # the reader pages it applies to

@@ -56,7 +56,7 @@ class ClaimDirective(SphinxDirective):
             for u in v.answer.unlike:
                 warn(f"claim on {v.platform} compares unlike things: {u} — make the experiments' conditions agree, or "
                      "say how they differ in the text and add `:differs: CONDITION`", where, "unlike")
-            short = b.short_label(v.platform)
+            short = b.short_label(v.platform)  # the machine as a reader knows it; its devices go to the log only
             devices = "、".join(sorted(set(d for d in v.devices if d)))
             if v.severity == WARN:
                 failed = True
@@ -64,15 +64,15 @@ class ClaimDirective(SphinxDirective):
             if v.undecided:
                 if v.expected:
                     self.undecided(v, devices, expr, where)
-                kind, text = "undecided", f"≈ {short}（{devices}）：说不清"
+                kind, text = "undecided", f"≈ {short}：说不清"
             elif v.holds is None:
-                kind, text = "unknown", f"？ {short}（{devices}）：未能核对"
+                kind, text = "unknown", f"？ {short}：未能核对"
             elif v.expected:
-                kind, text = ("ok", f"✓ {short}（{devices}）：数据支持") if v.holds else ("bad", f"✗ {short}（{devices}）：数据不支持")
+                kind, text = ("ok", f"✓ {short}：数据支持") if v.holds else ("bad", f"✗ {short}：数据不支持")
             elif v.holds:
                 continue  # outside the sentence's scope and true there too: nothing a reader needs
             else:
-                kind, text = "other", f"· {short}（{devices}）：这句话不说这台机器，在这里也确实不是这样"
+                kind, text = "other", f"· {short}：这句话说的不是这台机器，这里的数据也确实不支持它"
             (other if kind == "other" else counts[kind]).append(short)
             why = reader_why(v.why) if v.why else ""
             if v.stale:

@@ -171,24 +171,37 @@ def reader_why(why: str) -> str:
 
 
 def notice(kind: str, text: str, command: str = "") -> nodes.Element:
-    """A visible notice on the page; the command goes in a literal so it can be copied as it is."""
+    """A visible notice on the page; a command that fixes it goes in its closed 「来历」, as a literal to copy."""
     box = nodes.container(classes=["book-notice", f"book-notice-{kind}"])
-    para = nodes.paragraph(text=text)
+    box += nodes.paragraph(text=text)
     if command:
+        para = nodes.paragraph("", "运行 ")
         para += nodes.literal(command, command)
-    box += para
+        box += provenance([para])
     return box
 
 
 WAITING_FOR = {"macos": "Mac", "linux": "Linux 机器", "gpu": "有 GPU 的机器", "any": "能运行它的机器"}
 
 
+def provenance(children: list[nodes.Node]) -> nodes.Node:
+    """「来历」: a closed fold for the machinery's side (commands, files); the reading path never shows a command."""
+    from capture.sphinxext.reader import disclosure
+
+    return disclosure("来历", children, ["book-output-more", "book-no-search"])
+
+
 def awaiting_notice(b: Book, key) -> nodes.Element:
-    """For a fragment no captured platform holds yet: which machine it waits for, and the command there.
+    """For a fragment no captured platform holds yet: which machine it waits for; the command there in 「来历」.
     Generated from the state, so it disappears when that machine's fragment arrives."""
+    from capture.sphinxext.reader import padded
+
     who = WAITING_FOR.get(b.awaiting(key), b.awaiting(key))
-    box = notice("awaiting", f"等 {who} 捕获：这一项还没有在{who}上运行过。在{who}上运行 ",
-                 f"nox -s regenerate -- --only {key.exp} --device {key.role}")
+    box = notice("awaiting", f"等 {who} 捕获：这一项还没有在{padded(who)}上运行过。")
+    command = f"nox -s regenerate -- --only {key.exp} --device {key.role}"
+    para = nodes.paragraph("", f"在{padded(who)}上运行 ")
+    para += nodes.literal(command, command)
+    box += provenance([para])
     box["classes"].append("book-awaiting")
     return box
 
@@ -200,14 +213,18 @@ def state_notice(b: Book, st: FragmentState) -> nodes.Element | None:
     from capture.sphinxext.reader import detail_words, reproduce
 
     where = b.label(st.platform) if st.platform in b.platforms() else st.platform
+    rows: list[nodes.Node] = []
     if st.state == "stale":
-        box = notice("stale", f"这段输出是在 {where} 上用这段代码较早的版本捕获的；之后改动了：{'、'.join(st.changed)}。")
+        box = notice("stale", f"这段输出是在 {where} 上用这段代码较早的版本捕获的，之后代码改过。")
+        rows.append(nodes.paragraph("", f"捕获之后改动了：{'、'.join(st.changed)}。"))
     elif st.state == "not-applicable":
         return notice("na", f"{where} 不运行这一项：{detail_words(st.detail)}。")
     else:
         box = notice(st.state, f"{where} 上的这段输出{STATE_TEXT.get(st.state, st.state)}。")
     if st.platform in b.platforms() or st.platform == b.local:
-        box += reproduce(b.identity(st.platform), st.key.exp, st.key.role)
+        rows.append(reproduce(b.identity(st.platform), st.key.exp, st.key.role))
+    if rows:
+        box += provenance(rows)
     return box
 
 

@@ -43,6 +43,14 @@ def render_value(v, opts) -> str:
     return ("约 " + text) if opts.get("approx") else text
 
 
+def said(env, value, text: str) -> str:
+    """A recorded word (an outcome such as `silent: read 0`) in the reader's words, from conf.py's
+    `book_recorded_words`; a text not listed there (an error message) stays as the program wrote it."""
+    raw = getattr(value, "v", None)
+    words = env.app.config.book_recorded_words or {}
+    return words.get(raw, text) if isinstance(raw, str) else text
+
+
 def scoped_platform(role, env, b, where):
     """The platform a role in running text draws from, or None after warning why there is none."""
     plat = scope(env)
@@ -92,6 +100,9 @@ class NumRole(SphinxRole):
         except (TypeError, ValueError) as e:
             warn(f"{{num}} {expr}: cannot format {ans.value!r}: {e}", where, "format")
             return [na(self.rawtext, "（？）", str(e))], []
-        out = [value_node(self.env, b, ans, text, self.rawtext)]
+        out = [value_node(self.env, b, ans, said(self.env, ans.value, text), self.rawtext)]
+        raw = getattr(ans.value, "v", None)
+        if isinstance(raw, str) and out[0].astext() != text:  # the program's own words, one hover away
+            out[0]["reftitle"] = f"程序记下的是「{raw}」。" + out[0].get("reftitle", "")
         mark = stale_mark(b, ans.states)
         return out + ([mark] if mark is not None else []), []

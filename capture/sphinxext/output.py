@@ -159,7 +159,7 @@ def absent(b, key, where) -> list[nodes.Node]:
     st = b.absent_everywhere(key)
     report_state(st, where, f"output {key}")
     if st.severity == "warn":
-        return [notice("missing", f"{key} 尚未捕获。重新生成：", st.fix)]
+        return [notice("missing", f"{key} 尚未捕获。", st.fix)]
     return [awaiting_notice(b, key)]
 
 

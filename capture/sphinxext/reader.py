@@ -153,36 +153,79 @@ def detail_words(detail: str) -> str:
 
 
 # -- a verdict's reason as a sentence ----------------------------------------------------------------
-_OPS = {"<": "小于", ">": "大于", "<=": "不大于", ">=": "不小于", "==": "等于", "!=": "不等于"}
-_SIDE = re.compile(r"^(?P<expr>.*?) = (?P<val>'(?:[^'\\]|\\.)*'|(?P<n>[-+0-9.e]+)(?: (?P<unit>[A-Za-zµ]+))?)"
+# What the data say, stated as a fact a person would write ("3.66 ms 超过 14.6 ms 的四分之一"), not as the question
+# the claim asked and its answer ("3.66 ms 小于 916 µs（已乘 0.25）？否（这里问的是它的反面）"): the fact reads the
+# same whichever way round the claim was put, so `not (...)` needs no words of its own.
+_SIDE = re.compile(r"^(?P<expr>.*?) = (?P<val>'(?:[^'\\]|\\.)*'|(?P<n>[-+0-9.e]+)(?: (?P<unit>[A-Za-zµ/]+))?)"
                    r"(?: \[(?P<lo>[-+0-9.e]+)–(?P<hi>[-+0-9.e]+)\])?$")
 _CLAUSE = re.compile(r"^(?P<not>not \()?(?P<body>.+?)(?:：|: )(?P<word>是|否|说不清|yes|no|cannot tell)(?P<rest>.*?)\)?$")
 _WORDS = {"yes": "是", "no": "否", "cannot tell": "说不清"}
 _TAG = re.compile(r"^\{(?P<tags>[^}]*)\}: ")
+_FACTOR = re.compile(r"^(?P<k>[0-9.]+(?:e[-+]?[0-9]+)?) \* |(?: \* (?P<k2>[0-9.]+(?:e[-+]?[0-9]+)?))$")
+_FRACTIONS = {0.5: "一半", 0.25: "四分之一", 0.2: "五分之一", 0.1: "十分之一", 0.01: "百分之一", 2.0: "两倍"}
+_MARGIN = re.compile(r"more than (?P<m>[0-9.]+)x")
 
 
-def _num(text: str, unit: str | None) -> str:
+def _num(text: str, unit: str | None, style: str = "") -> str:
+    """A number of a verdict's why (12 digits: capture/query.py `exact`) rounded once, as a table cell shows it."""
     try:
-        return fmt_value(Value(float(text), unit or ""))
+        return fmt_value(Value(float(text), unit or ""), style=style)
     except ValueError:
         return text
 
 
+def _times(k: float) -> str:
+    """A factor in words: 0.25 -> 四分之一, 3 -> 3 倍."""
+    for value, words in _FRACTIONS.items():
+        if abs(k - value) < 1e-9:
+            return words
+    return f" {k:g}{NBSP}倍"  # a number: spaced from the Chinese before it
+
+
 def _side(text: str) -> tuple[str, bool]:
-    """A comparison side as the reader's words: its value (and range); whether it was a recorded word."""
-    m = _SIDE.match(text.strip())
+    """A comparison side in the reader's words: its value (and range), a factor said as such ("14.6 ms 的四分之一");
+    whether it was a recorded word. A constant is itself."""
+    text = text.strip()
+    m = _SIDE.match(text)
     if not m:
-        return "", False
-    val = m["val"]
-    if val.startswith("'"):
+        try:
+            return _num(str(float(text)), ""), False  # a constant: 1, 0.5
+        except ValueError:
+            return "", False
+    if m["val"].startswith("'"):
         return "", True
-    out = _num(m["n"], m["unit"])
+    factor = _FACTOR.search(m["expr"])
+    k = float(factor["k"] or factor["k2"]) if factor else 1.0
+    style = "ratio" if " / " in m["expr"] and not m["unit"] else ""  # as {num}`a / b | ratio` shows it: 2.1 倍
+    value = float(m["n"]) / k  # the recorded value before the claim scaled it: the figure a table shows
+    out = _num(repr(value), m["unit"], style)
     if m["lo"] is not None:
-        out += f"（几次在 {_num(m['lo'], m['unit'])} 到 {_num(m['hi'], m['unit'])} 之间）"
-    factor = re.match(r"^(?P<k>[0-9.]+) \* ", m["expr"])
-    if factor:
-        out += f"（已乘 {factor['k']}）"
+        lo, hi = _num(repr(float(m["lo"]) / k), m["unit"], style), _num(repr(float(m["hi"]) / k), m["unit"], style)
+        if lo != hi:
+            out += f"（几次在 {lo} 到 {hi} 之间）"
+    if k != 1.0:
+        out += f" 的{_times(k)}"
     return out, False
+
+
+def _constant(text: str) -> bool:
+    return _SIDE.match(text.strip()) is None
+
+
+def _fact(op: str, word: str, left: str, right: str, rest: str, constant: bool = False) -> str:
+    """What the data say about `left op right`, whichever answer the claim wanted."""
+    if word == "说不清":
+        margin = _MARGIN.search(rest or "")
+        gap = f"要隔开 {margin['m']} 倍以上才分得出" if margin else "在测量的波动以内"
+        return f"{left} 和 {right} 隔得不够开（{gap}），说不清哪个大"
+    holds = word == "是"
+    if op in ("==", "!="):
+        equal = holds == (op == "==")
+        if constant:
+            return f"记下的是 {left}" if equal else f"记下的是 {left}，不是 {right}"
+        return f"{left} 和 {right} {'相等' if equal else '不相等'}"
+    smaller = holds == (op in ("<", "<="))
+    return f"{left} 不到 {right}" if smaller else f"{left} 超过 {right}"
 
 
 def _clause(text: str) -> str:
@@ -192,6 +235,9 @@ def _clause(text: str) -> str:
         rnd = re.search(r"round=(\d+)", tags["tags"])
         lead = f"第 {rnd.group(1)} 轮：" if rnd else ""
         text = text[tags.end():]
+    flag = re.match(r"^(?P<expr>\S+) = (?P<v>True|False|None)$", text.strip())
+    if flag:  # a recorded yes/no
+        return lead + {"True": "记录里是「是」", "False": "记录里是「否」", "None": "记录里是「说不清」"}[flag["v"]]
     m = _CLAUSE.match(text.strip())
     if not m:
         return ""
@@ -199,7 +245,7 @@ def _clause(text: str) -> str:
     body = m["body"]
     op = next((o for o in ("<=", ">=", "==", "!=", "<", ">") if f" {o} " in body), None)
     if op is None:
-        return f"{lead}{word}"
+        return f"{lead}{'成立' if word == '是' else '不成立' if word == '否' else '说不清'}"
     left, right = body.split(f" {op} ", 1)
     lv, lword = _side(left)
     rv, rword = _side(right)
@@ -207,13 +253,9 @@ def _clause(text: str) -> str:
         equal = (word == "是") == (op == "==")
         sentence = "记录下的结果正是这一种" if equal else "记录下的是另一种结果"
     elif lv and rv:
-        sentence = f"{lv} {_OPS[op]} {rv}？{word}"
-        if m["rest"] and "not apart" in m["rest"]:
-            sentence += "：两边的范围隔得不够开（不到两倍），在测量噪声以内"
+        sentence = re.sub(r"([）」，])\s+", r"\1", _fact(op, word, lv, rv, m["rest"], _constant(right)))
     else:
-        sentence = word
-    if m["not"]:
-        sentence = f"{sentence}（这里问的是它的反面）"
+        sentence = {"是": "成立", "否": "不成立"}.get(word, word)
     return lead + sentence
 
 
@@ -247,9 +289,26 @@ def figure_kind(expr: str) -> str:
     return "一次运行记下的值"
 
 
+# a device as a reader would say where the work ran (the device names themselves are the machinery's)
+_RAN_ON = {"cpu": "跑在 CPU 上", "flex": "跑在 CPU 上", "cuda": "用 CUDA 跑在 GPU 上", "vulkan": "用 Vulkan 跑在 GPU 上",
+           "metal": "用 Metal 跑在 GPU 上", "mps": "用 MPS 跑在 GPU 上", "wgpu": "用 wgpu 跑在 GPU 上"}
+
+
+def ran_on(devices: str | None) -> str:
+    """`cpu、flex` -> 跑在 CPU 上; `cpu、cuda` -> 一边跑在 CPU 上，一边用 CUDA 跑在 GPU 上."""
+    words = list(dict.fromkeys(_RAN_ON.get(d.strip(), f"用 {d.strip()} 运行") for d in (devices or "").split("、") if d.strip()))
+    return "，一边".join(words) if len(words) < 2 else "一边" + "，一边".join(words)
+
+
 def figure_tip(machine: str, device: str | None, expr: str) -> str:
-    where = f"{machine}（设备 {device}）上" if device else f"{machine} 上"
-    return f"在 {where}测得，{figure_kind(expr)}。点开是这次运行的记录。"
+    """The tooltip of a recorded figure: what kind of figure, the machine, where it ran."""
+    where = ran_on(device)
+    return f"{figure_kind(expr)}，在{padded(machine)}上测得" + (f"，{where}" if where else "") + "。点开是这次运行的记录。"
+
+
+def padded(word: str) -> str:
+    """A name inside Chinese text: spaced where it starts or ends in Latin letters (在 Mac 上, 在有 GPU 的机器上)."""
+    return (" " if word[:1].isascii() else "") + word + (" " if word[-1:].isascii() else "")
 
 
 def load_words(before, after, cores) -> str:

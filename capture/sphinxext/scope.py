@@ -16,6 +16,8 @@ With no fitting platform nothing is shown: a paragraph about the Mac appears wit
 
 from __future__ import annotations
 
+import re
+
 from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
@@ -61,13 +63,31 @@ class PerPlatformDirective(SphinxDirective):
             box += content
             # the machine leads the first paragraph (run-in), the full name in its tooltip
             first = next(iter(box.findall(nodes.paragraph)), None)
-            head = nodes.strong("", "", tip(f"在 {short} 上：", label), classes=["book-per-platform-head"])
+            # "在 H200 上：在这台机器上，……" says the machine twice: the head takes the place of the text's own
+            said = first is not None and drop_this_machine(first)
+            head = nodes.strong("", "", tip(f"在 {short} 上{'，' if said else '：'}", label),
+                                classes=["book-per-platform-head"])
             if first is not None:
                 first.insert(0, head)
             else:
                 box.insert(0, nodes.paragraph("", "", head))
             return [box]
         return [platform_tabs(items, classes=["book-per-platform-tabs"])]
+
+
+THIS_MACHINE = re.compile(r"^\s*在?这台机器上[，,：:]?\s*")
+
+
+def drop_this_machine(para: nodes.paragraph) -> bool:
+    """Remove a leading 「（在）这台机器上，」 from the paragraph (the block's head names the machine); whether it did."""
+    first = next(iter(para.findall(nodes.Text)), None)
+    if first is None or first.parent is not para:
+        return False
+    m = THIS_MACHINE.match(first.astext())
+    if not m:
+        return False
+    para.replace(first, nodes.Text(first.astext()[m.end():]))
+    return True
 
 
 class UntilCapturedDirective(SphinxDirective):

@@ -548,3 +548,64 @@ def test_a_claim_that_the_data_cannot_tell_must_not_assert_on_a_reader_page(site
                       ":where: cpu\n同步后的时间是返回时的一百倍以上。\n:::")
     code, err, _ = build(site.root, tmp_path / "decided")
     assert code == 0, err
+
+
+def test_a_table_cell_and_the_claims_evidence_round_one_value_alike(site, tmp_path):
+    frag = site.fragments / "linux-x86_64-cpu/measure@cpu.json"
+    meta = json.loads(frag.read_text())
+    for r in meta["records"]:
+        if r["name"] == "t.returned":
+            r["value"] = 0.00023949  # 239.49 µs: rounded to 4 digits first it became 240 µs
+    frag.write_text(json.dumps(meta))
+    (site.root / "docs/index.md").write_text("""# 页
+
+```{records-table} 比较
+:rows: 测量 = measure@cpu
+:columns: 返回 = median({row}:t.returned)
+```
+
+:::{claim} median(measure@cpu:t.returned) < 0.5 * median(measure@cpu:t.synced)
+返回得早。
+:::
+""")
+    code, err, out = build(site.root, tmp_path)
+    assert code == 0, err
+    doc = page(out)
+    shown = cell(doc.find_all("table", "book-records-table")[0], "返回", 0)
+    evidence = doc.find_all(cls="book-claim-marks")[0].text()
+    assert shown == "239\u00a0µs" and shown in evidence and "240" not in evidence, evidence
+
+
+def test_evidence_speaks_the_readers_language(site, tmp_path):
+    conf = site.root / "conf.py"
+    conf.write_text(CONF.format(root=str(site.root)) + 'book_recorded_words = {"silent": "静默算错"}\n')
+    (site.root / "docs/index.md").write_text("""# 页
+
+::::{per-platform} all
+在这台机器上，返回要 {num}`median(measure@cpu:t.returned)`，这一次的结论是 {num}`measure@cpu:verdict`。
+::::
+
+:::{claim} not (median(measure@cpu:t.synced) < 0.25 * median(measure@cpu:t.returned))
+同步后的时间不比返回的短。
+:::
+
+```{output} sleeper@cpu
+```
+""")
+    code, err, out = build(site.root, tmp_path)
+    doc = page(out)
+    head = doc.find_all(cls="book-platform-note")[0].text()
+    assert "在" in head and "上，返回要" in head and "这台机器" not in head  # the machine said once, not twice
+    note = doc.find_all(cls="book-platform-note")[0]
+    assert "静默算错" in note.text() and "silent" not in note.text()  # a recorded word in the reader's words
+    assert any("程序记下的是「silent」" in (a.attrs.get("title") or "") for a in note.find_all("a"))
+    tip = note.find_all("a", "book-num")[0].attrs.get("title", "")
+    assert "设备" not in tip and "跑在 CPU 上" in tip, tip
+    marks = doc.find_all(cls="book-claim-marks")[0].text()
+    assert "（cpu" not in marks and "已乘" not in marks and "反面" not in marks and "？" not in marks, marks
+    assert "超过" in marks and "的四分之一" in marks, marks
+    # a missing fragment's command is in 「来历」, behind a closed fold, not in the reading path
+    box = doc.find_all(cls="book-notice")[0]
+    fold = box.find_all("details", "book-output-more")[0]
+    assert "nox -s regenerate" in fold.text() and "nox" not in box.text().replace(fold.text(), "")
+    assert "open" not in fold.attrs

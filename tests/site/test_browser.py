@@ -231,6 +231,73 @@ def test_search_ranks_chapters_before_appendix_notes_and_api(site, server, probe
     assert p.problems == []
 
 
+def test_notes_for_authors_stay_out_of_the_readers_sidebar_and_search(site, server, probe):
+    """docs/dev is an author section (dev/index.html, linked from the front page's end): not in the sidebar a
+    reader navigates by, not in the reader's search; a reader's query finds the chapter's section first."""
+    assert (site / "dev" / "index.html").is_file() and (site / "dev" / "authoring.html").is_file()
+    p = probe()
+    p.goto(f"{server}index.html")
+    sidebar = p.page.eval_on_selector_all(".bd-sidebar-primary a", "els => els.map((a) => a.getAttribute('href'))")
+    assert sidebar and not [h for h in sidebar if h and h.startswith("dev/")], sidebar
+    assert p.page.eval_on_selector_all("article a[href='dev/index.html']", "els => els.length") == 1
+    for query in ("断言", "同步"):  # 断言 is all over the notes for authors, 同步 on chapters, API pages and notes
+        p.goto(f"{server}search.html?q={quote(query)}")
+        p.page.wait_for_function(
+            "() => (document.querySelector('#search-results .search-summary') || {}).innerText", timeout=10_000
+        )
+        hrefs = p.page.eval_on_selector_all("#search-results ul.search li > a", "els => els.map((a) => a.href)")
+        pages = [unquote(urlsplit(h).path)[len(urlsplit(server).path):] for h in hrefs]
+        assert pages and not [pg for pg in pages if pg.startswith("dev/")], f"{query}: {pages}"
+        if query == "同步":  # the section that introduces the term, before any bookrec::* API page
+            assert pages[0] == "eager.html" and urlsplit(hrefs[0]).fragment == "eager-ret", hrefs[:3]
+    assert p.problems == []
+
+
+# a word of inline code broken across two lines although it fits on one (chai/n8, regenera/te)
+BROKEN_CODE_WORDS_JS = """(cells) => {
+  const out = [];
+  const article = document.querySelector('.bd-article');
+  for (const el of document.querySelectorAll('.bd-article code.literal')) {
+    let block = el.parentElement;
+    while (block && getComputedStyle(block).display.startsWith('inline')) block = block.parentElement;
+    const walker = document.createTreeWalker(el, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      for (const m of node.data.matchAll(/\\S+/g)) {
+        const r = document.createRange();
+        r.setStart(node, m.index);
+        r.setEnd(node, m.index + m[0].length);
+        const rects = Array.from(r.getClientRects()).filter((x) => x.width > 0);
+        // a rect starts a new line when it sits below the previous one by more than half its height (runs of
+        // another font on the same line have tops a pixel or two apart)
+        let lines = 0, bottom = -Infinity;
+        for (const x of rects.sort((a, b) => a.top - b.top)) {
+          if (x.top >= bottom - x.height / 2) lines += 1;
+          bottom = Math.max(bottom, x.bottom);
+        }
+        const width = rects.reduce((a, x) => a + x.width, 0);
+        const cs = block && getComputedStyle(block);
+        let line = block ? block.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight) : 0;
+        // a table cell is as narrow as the table lets it be: there the line a word may fill is the article's
+        if (cells && block && block.closest('td, th')) line = article.clientWidth;
+        if (lines > 1 && width <= line) out.push(m[0]);
+      }
+    }
+  }
+  return out;
+}"""
+
+
+@pytest.mark.parametrize("width", [390, 360])
+@pytest.mark.parametrize("name", ["index.html", "eager.html", "design.html"])
+def test_inline_code_keeps_its_words_whole_on_a_phone(site, server, probe, name, width):
+    """On a phone a name in inline code breaks only at its spaces, or inside a word longer than its whole line
+    (the front page's `nox -s regenerate` in a narrow table cell read «regenera te»)."""
+    p = probe(width=width)
+    p.goto(server + name)
+    broken = p.page.evaluate(BROKEN_CODE_WORDS_JS, name == "index.html")  # the front page's table of commands
+    assert broken == [], f"{name} at {width} px: inline code broken inside a word: {broken[:10]}"
+
+
 def test_a_chart_opens_full_size(site, server, probe):
     """「全屏查看」 shows the chart at its own width in a dialog (styled like the page's copy), and closes."""
     page = next((p for p, n_built, _ in chart_pages(site) if n_built), None)

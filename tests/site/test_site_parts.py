@@ -471,13 +471,22 @@ def test_reasons_read_as_sentences_with_formatted_values():
     why = ("median(candle-matmul@cpu:matmul.first) = 0.01321 s [0.01222–0.01367] < median(burn-matmul@cpu:matmul.first)"
            " = 0.0123 s [0.01182–0.01395]: cannot tell (the spreads are not apart by more than 2x)")
     text = reason(why)
-    assert "13.2\u00a0ms" in text and "说不清" in text and "不到两倍" in text
+    assert "13.2\u00a0ms" in text and "说不清" in text and "要隔开 2 倍以上" in text
     assert "median" not in text and "@" not in text  # no expression, no record name
     assert reason("all(): yes — {round=0}: a@cpu:x = 0.02 s > 0.25 * a@cpu:y = 0.004903 s: yes").startswith("每一轮都成立。第 0 轮：")
     assert reason("torch-oob@gpu:oob.outcome = 'raised at next op' == 'raised at call': no") == "记录下的是另一种结果"
+    # the fact the data show, as a person writes it: the recorded figures (the factor said, not applied), no
+    # question-and-answer, no «这里问的是它的反面» for a claim put the other way round
+    fact = reason("not (median(a@cpu:x) = 0.00366 s < 0.25 * median(b@cpu:y) = 0.000916 s: no)")
+    assert fact == "3.66\u00a0ms 超过 3.66\u00a0ms 的四分之一", fact
+    assert reason("a@cpu:kernel.count = 3 == 1: no") == "记下的是 3，不是 1"
+    assert reason("median(a@cpu:x) = 25.1 s > 100 * median(b@cpu:y) = 0.283 s: yes") == "25.1\u00a0s 超过 2.83\u00a0ms 的 100\u00a0倍"
     assert detail_words("Linux x86_64 纯 CPU（2 核） has no GPU") == "Linux x86_64 纯 CPU（2 核） 没有 GPU"
     assert "cargo" in detail_words("needs cargo (it reads the pinned crates' source from cargo's registry); none on PATH here")
-    assert figure_tip("NVIDIA H200 · Linux", "cuda", "median(a@gpu:x) / median(b@gpu:y)").startswith("在 NVIDIA H200 · Linux（设备 cuda）上测得，两个记录之比")
+    tip = figure_tip("NVIDIA H200 · Linux", "cuda", "median(a@gpu:x) / median(b@gpu:y)")
+    assert tip.startswith("两个记录之比，在 NVIDIA H200 · Linux 上测得，用 CUDA 跑在 GPU 上。"), tip
+    tip = figure_tip("Linux x86_64 纯 CPU（2 核）", "cpu、flex", "median(a@cpu:x)")
+    assert tip.startswith("几次重复的中位数，在 Linux x86_64 纯 CPU（2 核）上测得，跑在 CPU 上。"), tip  # no «（设备 cpu）»
 
 
 def test_bytes_quoted_from_an_output_keep_its_decimal_unit():
@@ -486,3 +495,26 @@ def test_bytes_quoted_from_an_output_keep_its_decimal_unit():
 
     assert fmt_value(Value(9699730.0, "B")) == "9.25\u00a0MiB"
     assert fmt_value(Value(9699730.0, "B"), style="decimal") == "9.7\u00a0MB"
+
+
+@pytest.mark.parametrize("value, unit, cell", [
+    (0.00023949, "s", "239\u00a0µs"),  # rounded twice (4 digits, then 3) it read 240 µs beside the table's 239 µs
+    (0.0496449, "s", "49.6\u00a0ms"),
+    (0.0368501, "s", "36.9\u00a0ms"),
+    (6.41499e-05, "s", "64.1\u00a0µs"),
+    (0.00134949, "s", "1.35\u00a0ms"),
+    (4.56499e-07, "s", "456\u00a0ns"),
+    (1048576.0, "", "1048576"),  # a count: exact, never «1049000»
+])
+def test_a_table_cell_and_its_evidence_print_one_value_the_same_way(value, unit, cell):
+    from capture.query import Evaluator
+    from capture.sphinxext.numbers import render_value
+    from capture.sphinxext.reader import reason
+
+    recs = {"x": [{"name": "x", "value": value, "unit": unit}], "y": [{"name": "y", "value": value * 100, "unit": unit}]}
+    ev = Evaluator(lambda ref: recs[ref.name])
+    shown = render_value(ev.eval("median(a@cpu:x)"), {})  # how {num} and a {records-table} cell print it
+    assert shown == cell
+    question = "median(a@cpu:x) < 2 * median(a@cpu:y)"
+    evidence = reason(ev.eval(question).why)  # how a claim's evidence prints the same value
+    assert shown in evidence, evidence

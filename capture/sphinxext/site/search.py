@@ -3,7 +3,8 @@
 - Left out of the index: tables of contents (a page's toctree would make it match every title it
   lists), charts, the provenance captions under outputs and anything marked `book-no-search`.
   Sphinx indexes the written doctree; here it gets a copy without those nodes.
-- Left out entirely: the Rust source pages that sphinx-rust generates (api/**/code/*, untitled).
+- Left out entirely: the Rust source pages that sphinx-rust generates (api/**/code/*, untitled) and the notes
+  for authors (dev/*: an author section outside the reader's table of contents, docs/dev/index.md).
 - Ranked: a query that is one of the book's terms (docs/terms.toml) finds the page that introduces it
   first, linked to that section; otherwise chapters first, then the front page, the developer notes, the
   appendix, and the generated API pages last (html_search_scorer: static/book-scorer.js, with the terms).
@@ -28,7 +29,8 @@ from sphinxcontrib.mermaid import mermaid
 HERE = Path(__file__).resolve().parent
 SCORER = HERE / "static" / "book-scorer.js"
 UNSEARCHED_CLASSES = {"toctree-wrapper", "book-no-search", "book-datachart", "book-chart-caption", "book-ran-where"}
-UNSEARCHED_PAGES = ["api/crates/*/code/*"]  # sphinx-rust's source listings: code, no prose, no title
+UNSEARCHED_PAGES = ["api/crates/*/code/*",  # sphinx-rust's source listings: code, no prose, no title
+                    "dev/*"]  # the notes for authors (docs/dev/index.md): not what a reader searches for
 
 
 def searchable(doctree: nodes.document) -> nodes.document:
