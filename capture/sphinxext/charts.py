@@ -229,4 +229,4 @@ class DataChartDirective(SphinxDirective):
                 sources += nodes.Text("（旧）")
         rows = [sources] + [nodes.paragraph("", reader_why(why)) for _, why in undecided if reader_why(why)]
         fig += disclosure("图中的数据来自哪些实验", rows, ["book-chart-more", "book-no-search"])
-        return fig
+        return fig  # the caption once, between the chart and its sources (issue 28: it was printed twice)

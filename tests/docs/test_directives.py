@@ -362,6 +362,7 @@ flowchart LR
     assert "说不清" in mark.text() and "依据" in mark.text()  # the reasons one click away (a details box)
     assert doc.find_all("table", "book-verdict-matrix")[0].find_all("td")[1].text().strip().startswith("说不清")
     assert "这台机器的数据说不清" in doc.find_all(cls="book-chart-caption")[0].text()
+    assert len(doc.find_all(cls="book-chart-caption")) == 1  # the caption once (issue 28: it was printed twice)
 
 
 def test_until_captured_and_the_awaiting_notice(site, tmp_path):
