@@ -245,6 +245,21 @@ def value_node(env, b: Book, ans: Answer, text: str, rawtext: str = "") -> nodes
 
 
 # -- tabs, one per platform ------------------------------------------------------------------
+PLATFORM_OPTIONS = ("platform", "except")
+
+
+def platform_choice(options: dict) -> tuple[str | None, tuple[str, ...]]:
+    """`:platform: KEY` (that machine only: the one shown in the reading path) and `:except: KEY[, KEY]` (every
+    machine but those: the others, in the section's {evidence} fold), checked; both at once is an error."""
+    from capture.keys import KeyError_, check_platform_key
+
+    only = check_platform_key(options["platform"].strip(), ":platform:") if options.get("platform") else None
+    others = tuple(check_platform_key(k.strip(), ":except:") for k in (options.get("except") or "").split(",") if k.strip())
+    if only and others:
+        raise KeyError_(":platform: and :except: together: name the one machine, or the machines to leave out")
+    return only, others
+
+
 def platform_tabs(items: list[tuple], classes=()) -> nodes.Node:
     """A sphinx-design tab set, one tab per (platform, label, content[, full name]), synchronised across the page.
     The label is the machine's short name; the full one is its tooltip."""

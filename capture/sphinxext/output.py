@@ -2,7 +2,8 @@
 
     ```{output} torch-ret@cpu          one output; a tab per machine (and role) that captured it
     :lines: 1-3, 8-                     gaps shown as "..."
-    :platform: KEY                      that platform only
+    :platform: KEY                      that platform only, named in the caption (the reading path's one output)
+    :except: KEY[, KEY]                 every platform but those (the others, in the section's {evidence} fold)
     :caption: text                      put before the experiment's title
     ```
 
@@ -30,7 +31,7 @@ from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
 
 from capture.controls import visible
-from capture.keys import FragmentKey, KeyError_, check_platform_key
+from capture.keys import FragmentKey, KeyError_
 from capture.manifest import ManifestError
 from capture.regions import RegionError, select_lines
 from capture.sphinxext import reader
@@ -42,6 +43,7 @@ from capture.sphinxext.common import (
     fragment_href,
     logger,
     notice,
+    platform_choice,
     platform_tabs,
     report_state,
     state_notice,
@@ -51,7 +53,8 @@ from capture.sphinxext.common import (
 
 class OutputDirective(SphinxDirective):
     required_arguments = 1
-    option_spec = {"lines": directives.unchanged, "platform": directives.unchanged, "caption": directives.unchanged}
+    option_spec = {"lines": directives.unchanged, "platform": directives.unchanged, "except": directives.unchanged,
+                   "caption": directives.unchanged}
 
     def run(self):
         b = book(self.env)
@@ -59,16 +62,20 @@ class OutputDirective(SphinxDirective):
         try:
             key = FragmentKey.parse(self.arguments[0])
             b.experiment(key)
-            only = self.options.get("platform")
-            plats = [check_platform_key(only, ":platform:")] if only else b.holders(key)
+            only, others = platform_choice(self.options)
+            plats = [only] if only else [p for p in b.holders(key) if p not in others]
         except (KeyError_, ManifestError) as e:
             return fail(f"output {self.arguments[0]}: {e}", where)
         depend(self.env, b, [key])
         if not plats:
+            if others and b.holders(key):
+                return []  # every machine that has it is shown elsewhere (:except:)
             return absent(b, key, where)
         items = []
         for plat in plats:
-            content = shown(self, b, plat, key, self.options.get("lines"), self.options.get("caption"))
+            # the one machine chosen for the reading path is named in the caption (in tabs, the tab names it)
+            machine = (b.short_label(plat), b.label(plat)) if only else None
+            content = shown(self, b, plat, key, self.options.get("lines"), self.options.get("caption"), machine=machine)
             items.append((plat, b.short_label(plat, key.role), content, b.label(plat, key.role)))
         if len(items) == 1:
             return items[0][2]
@@ -79,7 +86,7 @@ class OutputsDirective(SphinxDirective):
     """Several outputs in one row of machine tabs (see the module's docstring)."""
 
     has_content = True
-    option_spec = {"platform": directives.unchanged}
+    option_spec = {"platform": directives.unchanged, "except": directives.unchanged}
 
     def run(self):
         b = book(self.env)
@@ -88,17 +95,18 @@ class OutputsDirective(SphinxDirective):
             entries = parse_entries(self.content)
             for _, key, _ in entries:
                 b.experiment(key)
-            only = check_platform_key(self.options["platform"], ":platform:") if self.options.get("platform") else None
+            only, others = platform_choice(self.options)
         except (KeyError_, ManifestError, ValueError) as e:
             return fail(f"outputs: {e}", where)
         if not entries:
             return fail("outputs: no output listed (one `experiment@role` per line)", where)
         keys = [k for _, k, _ in entries]
         depend(self.env, b, keys)
-        plats = [only] if only else [p for p in b.platforms() if any(b.fragment(p, k) is not None for k in keys)]
+        plats = [only] if only else [p for p in b.platforms()
+                                     if p not in others and any(b.fragment(p, k) is not None for k in keys)]
         out: list[nodes.Node] = []
         for label, key, lines in entries:  # what no machine holds yet says so once, before the tabs
-            if not only and not b.holders(key):
+            if not only and not others and not b.holders(key):
                 out += absent(b, key, where)
         items = []
         for plat in plats:
@@ -155,18 +163,19 @@ def absent(b, key, where) -> list[nodes.Node]:
     return [awaiting_notice(b, key)]
 
 
-def shown(directive, b, plat, key, lines=None, caption=None, head=None) -> list[nodes.Node]:
+def shown(directive, b, plat, key, lines=None, caption=None, head=None, machine=None) -> list[nodes.Node]:
     """One machine's output block for `key`, or the notice that replaces it."""
     st = b.state(plat, key)
     report_state(st, directive.get_location(), f"output {key}")
     if st.fragment is not None and st.state in ("fresh", "stale"):
-        return [block(directive, b, st, lines, caption, head)]
+        return [block(directive, b, st, lines, caption, head, machine)]
     note = state_notice(b, st)
     return [note] if note is not None else []
 
 
-def block(directive, b, st, lines=None, caption=None, head=None) -> nodes.container:
-    """The output with a caption of at most two lines and its details under it."""
+def block(directive, b, st, lines=None, caption=None, head=None, machine=None) -> nodes.container:
+    """The output with a caption of at most two lines and its details under it; `machine` (short name, full
+    name) leads the caption of a block that no tab names."""
     frag, key, env = st.fragment, st.key, directive.env
     exp = b.experiment(key)
     text = frag.text.rstrip("\n")
@@ -200,6 +209,9 @@ def block(directive, b, st, lines=None, caption=None, head=None) -> nodes.contai
             cap += lead
         cap += nodes.Text("　")
     else:
+        if machine:
+            cap += nodes.strong("", "", reader.tip(machine[0], machine[1], ["book-output-machine"]))
+            cap += nodes.Text("：")
         cap += nodes.Text(f"{fw} · ")
         cap += reader.tip(device, compiler) if compiler else nodes.Text(device)
         cap += nodes.Text("　")

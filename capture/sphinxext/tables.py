@@ -7,7 +7,8 @@
 
 Each cell is an expression with {row} standing for the row's fragment (experiment@role). Every
 captured platform that holds a row's fragment gets its own row, named by its machine (grouped
-by machine; `:group: row` groups by row key instead); `:platform: KEY` keeps one platform. A
+by machine; `:group: row` groups by row key instead); `:platform: KEY` keeps one platform (the reading
+path's table), `:except: KEY[, KEY]` leaves those out (the others, in the section's {evidence} fold). A
 cell without data says 本平台未测; a value from a stale fragment carries the stale mark.
 """
 
@@ -17,10 +18,10 @@ from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
 
-from capture.keys import FragmentKey, KeyError_, check_platform_key
+from capture.keys import FragmentKey, KeyError_
 from capture.manifest import ManifestError
-from capture.sphinxext.common import (book, depend, differs_option, report_answer, report_state, stale_mark,
-                                     value_node, warn)
+from capture.sphinxext.common import (book, depend, differs_option, platform_choice, report_answer, report_state,
+                                     stale_mark, value_node, warn)
 from capture.sphinxext.numbers import render_value, split_style
 from capture.sphinxext.reader import tip
 
@@ -40,14 +41,14 @@ def parse_pairs(text: str, what: str) -> list[tuple[str, str]]:
     return out
 
 
-def layout_rows(b, rows, only: str | None, group: str) -> list[tuple[str, FragmentKey, str | None]]:
+def layout_rows(b, rows, only: str | None, group: str, others=()) -> list[tuple[str, FragmentKey, str | None]]:
     """(label, key, platform or None) for each table row, grouped by machine or by row."""
-    plats = [only] if only else b.platforms()
+    plats = [only] if only else [p for p in b.platforms() if p not in others]
     if group == "row":
         out = [(label, key, p) for label, key in rows for p in plats if b.fragment(p, key) is not None]
     else:
         out = [(label, key, p) for p in plats for label, key in rows if b.fragment(p, key) is not None]
-    held = {key for _, key, _ in out}
+    held = {key for _, key, _ in out} | {key for _, key in rows for p in others if b.fragment(p, key) is not None}
     return out + [(label, key, None) for label, key in rows if key not in held]
 
 
@@ -55,7 +56,7 @@ class RecordsTableDirective(SphinxDirective):
     optional_arguments = 1
     final_argument_whitespace = True
     option_spec = {"rows": directives.unchanged_required, "columns": directives.unchanged_required,
-                   "platform": directives.unchanged, "group": lambda a: directives.choice(a, ("platform", "row")),
+                   "platform": directives.unchanged, "except": directives.unchanged, "group": lambda a: directives.choice(a, ("platform", "row")),
                    "differs": directives.unchanged}
 
     def run(self):
@@ -66,14 +67,14 @@ class RecordsTableDirective(SphinxDirective):
             for _, key in rows:
                 b.experiment(key)
             cols = [(label, *split_style(expr)) for label, expr in parse_pairs(self.options["columns"], ":columns:")]
-            only = check_platform_key(self.options["platform"], ":platform:") if self.options.get("platform") else None
+            only, others = platform_choice(self.options)
             self.differs = differs_option(self.options.get("differs"))
         except (KeyError, ValueError, KeyError_, ManifestError) as e:
             warn(f"records-table: {e}", where, "table")
             return []
         depend(self.env, b, [key for _, key in rows])
         body = []
-        for label, key, plat in layout_rows(b, rows, only, self.options.get("group", "platform")):
+        for label, key, plat in layout_rows(b, rows, only, self.options.get("group", "platform"), others):
             cells = [self._inline(label)]  # `code` in a label, a header or the title renders as code
             if plat is None:
                 st = b.absent_everywhere(key) if not only else b.state(only, key)

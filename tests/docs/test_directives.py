@@ -182,6 +182,28 @@ def test_num_reads_only_its_platform_and_says_when_not_measured(site, tmp_path):
     assert "（此平台未测）" in (out / "index.html").read_text()
 
 
+def test_one_named_machine_in_the_reading_path_and_the_others_elsewhere(site, tmp_path):
+    """:platform: shows that machine's output, its short name leading the caption (full name in the tooltip);
+    :except: leaves those machines out (here the only one: the block and the table's rows disappear)."""
+    (site.root / "docs/index.md").write_text(
+        "# 页\n\n```{output} measure@cpu\n:platform: linux-x86_64-cpu\n```\n\n"
+        "```{output} measure@cpu\n:except: linux-x86_64-cpu\n```\n\n"
+        "```{records-table} 别的机器\n:rows: 测量 = measure@cpu\n:columns: 返回 = median({row}:t.returned)\n"
+        ":except: linux-x86_64-cpu\n```\n")
+    code, err, out = build(site.root, tmp_path)
+    assert code == 0, err
+    doc = page(out)
+    outputs = doc.find_all("div", "book-output-wrapper")
+    assert len(outputs) == 1, "the :except: block must show nothing: its only machine is shown above"
+    machine = outputs[0].find_all(cls="book-output-machine")[0]
+    cores = __import__("os").cpu_count()
+    assert machine.text() == f"{cores}\u00a0核 CPU" or machine.text() == f"{cores} 核 CPU", machine.text()
+    assert "Linux x86_64 纯 CPU" in machine.attrs.get("title", "")
+    assert outputs[0].find_all(cls="caption-text")[0].text().startswith(machine.text() + "：PyTorch · cpu")
+    table = doc.find_all("table", "book-records-table")[0]
+    assert not [tr for tr in table.find_all("tr") if tr.find_all("td")], "the table kept the machine left out"
+
+
 def test_table_cell_without_record_says_not_captured(site, tmp_path):
     page_md = site.root / "docs/index.md"
     page_md.write_text(page_md.read_text().replace("你好 = hello@gpu", "你好 = hello@cpu"))
@@ -214,6 +236,8 @@ def test_flipping_one_record_fails_the_right_claim_and_shows_both_sides(site, tm
         ("```{output} hello@gpu\n:platform: linux-x86_64-cpu\n```", None),  # not applicable: notice, no warning
         ("```{output} sleeper@cpu\n```", "sleeper@cpu on linux-x86_64-cpu is missing (no captured platform has it); regenerate it with: nox -s regenerate -- --only sleeper --device cpu"),
         ("```{output} measure@cpu\n:platform: ../../etc\n```", "is not a valid platform key"),
+        ("```{output} measure@cpu\n:platform: linux-x86_64-cpu\n:except: linux-x86_64-cpu\n```", ":platform: and :except: together"),
+        ("```{output} measure@cpu\n:except: linux-x86_64-cpu, ../x\n```", "is not a valid platform key"),
         (":::{claim} median(measure@cpu:t.synced) > 0\n:where: cudaa\nx\n:::", "'cudaa' is not a place a claim can be scoped to"),
         (":::{claim} median(measure@cpu:t.synced >\nx\n:::", "fix the claim in the page"),
         ("```python\nprint('typed by hand')\n```", "code block not drawn from a real file"),

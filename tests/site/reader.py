@@ -3,7 +3,7 @@
 Used by the browser tests (tests/site/test_reader.py) and, as a script, to print the figures of a
 build (before/after comparisons, the issue's budgets):
 
-    python tests/site/reader.py docs/_build/html [--pages eager.html design.html] [--json]
+    python tests/site/reader.py docs/_build/html [--pages eager.html design.html] [--json] [--drafts DIR]
 
 Every measure is one small function over a Playwright page, so a test can call it and say what
 failed. The JavaScript is kept here, next to the Python that reads its answer.
@@ -12,6 +12,7 @@ failed. The JavaScript is kept here, next to the Python that reads its answer.
 from __future__ import annotations
 
 import json
+import os
 import re
 import statistics
 import sys
@@ -24,6 +25,9 @@ AXE_DIST = Path("node_modules", "axe-core", "axe.min.js")
 WIDTHS = (390, 1280)
 READER_PAGES = ("index.html", "eager.html", "design.html", "appendix/ran-where.html", "appendix/glossary.html", "404.html")
 MIN_CHART_TEXT_PX = 11.0
+# Each chapter's draft (the author's, in ../shared/seeds/ beside the repository: CI puts a copy of shared/ there):
+# the text a reader sees at 1280 px is compared with the draft's non-space characters (issue 28: at most 1.8x).
+DRAFTS = {"eager.html": "000_*", "design.html": "004_*"}
 # What the browser shows; a chart's text smaller than MIN_CHART_TEXT_PX at these widths is unreadable on a phone.
 
 # -- page weight and speed ---------------------------------------------------------------------
@@ -279,8 +283,40 @@ def latin_words(texts: list[list[str]]) -> list[tuple[str, str, str]]:
     return found
 
 
+TEXT_SEEN_JS = """() => {
+  // The article's text as a reader finds it: what Chromium shows as loaded (a closed <details>, an unselected
+  // tab, anything display:none or invisible left out), code, outputs and chart text included; non-space characters.
+  const root = document.querySelector('.bd-article') || document.body;
+  const w = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  let chars = 0;
+  for (let n = w.nextNode(); n; n = w.nextNode()) {
+    const el = n.parentElement;
+    if (el.closest('script, style')) continue;
+    if (!el.checkVisibility({contentVisibilityAuto: true, visibilityProperty: true, opacityProperty: true})) continue;
+    chars += n.data.replace(/\\s+/g, '').length;
+  }
+  return chars;
+}"""
+
+
+def drafts_dir() -> Path:
+    """Where the drafts are: $BOOK_DRAFTS, else ../shared/seeds beside the repository."""
+    return Path(os.environ.get("BOOK_DRAFTS") or ROOT.parent / "shared" / "seeds")
+
+
+def draft_chars(page: str, folder: Path | None = None) -> int | None:
+    """Non-space characters of the page's draft, or None (no draft for this page, or none found)."""
+    pattern = DRAFTS.get(page)
+    folder = folder or drafts_dir()
+    found = sorted(folder.glob(pattern)) if pattern and folder.is_dir() else []
+    if not found:
+        return None
+    return len("".join(found[0].read_text(encoding="utf-8").split()))
+
+
 def reading(browser, url: str) -> dict:
-    """At 390 px: the page's height as loaded, tab nesting, Latin words; at 1280 px: hidden table columns."""
+    """At 390 px: the page's height as loaded, tab nesting, Latin words; at 1280 px: the text a reader sees as
+    loaded (non-space characters), then hidden table columns."""
     ctx = browser.new_context(viewport={"width": 390, "height": 900})
     page = ctx.new_page()
     page.goto(url, wait_until="load")
@@ -292,6 +328,9 @@ def reading(browser, url: str) -> dict:
     ctx = browser.new_context(viewport={"width": 1280, "height": 900})
     page = ctx.new_page()
     page.goto(url, wait_until="load")
+    charts_ready(page)
+    page.wait_for_timeout(200)
+    out["text_1280"] = page.evaluate(TEXT_SEEN_JS)
     page.evaluate(SHOW_ALL_JS)
     page.wait_for_timeout(200)
     out["columns_1280"] = page.evaluate(HIDDEN_COLUMNS_JS)
@@ -411,6 +450,8 @@ def main(argv: list[str]) -> int:
                         help="only the reading figures: heights, tab depth, Latin words, hidden columns, search")
     parser.add_argument("--screens", type=Path, help="also save screenshots (390 px and 1280 px, light and dark) here")
     parser.add_argument("--tag", default="", help="prefix of the screenshot names, e.g. before/after")
+    parser.add_argument("--drafts", type=Path, default=None,
+                        help="folder of the chapters' drafts (000_* eager, 004_* design); default $BOOK_DRAFTS or ../shared/seeds")
     args = parser.parse_args(argv)
     server = serve(args.site, SITE_PATH)  # as the tests and GitHub Pages serve it: under a path of its own
     base = server.__enter__()
@@ -422,6 +463,9 @@ def main(argv: list[str]) -> int:
                 continue
             url = base + name
             r = report[name] = {"reading": reading(browser, url)}
+            draft = draft_chars(name, args.drafts)
+            r["reading"]["draft_chars"] = draft
+            r["reading"]["text_ratio"] = round(r["reading"]["text_1280"] / draft, 2) if draft else None
             if args.reading:
                 continue
             r["weight"] = weight(browser, url)
@@ -438,7 +482,7 @@ def main(argv: list[str]) -> int:
     if args.json:
         print(json.dumps({"pages": report, "search": found}, ensure_ascii=False, indent=1))
         return 0
-    print("reading (issue 22):")
+    print("reading (issues 22 and 28):")
     for name, r in report.items():
         rd = r["reading"]
         words = sorted({w for w, _, _ in rd["latin"]})
@@ -446,6 +490,8 @@ def main(argv: list[str]) -> int:
               f"({rd['tabs']['nested']} of {rd['tabs']['sets']} tab sets nested); "
               f"{len(rd['latin'])} Latin words outside the allow-list ({len(words)} distinct); "
               f"{len(rd['columns_1280']['hidden'])} hidden columns at 1280 px in {rd['columns_1280']['tables']} tables")
+        ratio = f", {rd['text_ratio']}x its draft's {rd['draft_chars']}" if rd.get("text_ratio") else ""
+        print(f"      text seen at 1280 px: {rd['text_1280']} non-space characters{ratio}")
         for w in words[:12]:
             ctx = next(c for x, _, c in rd["latin"] if x == w)
             print(f"      latin: {w!r} in «{ctx}»")

@@ -132,6 +132,39 @@ def test_chapters_fit_their_height_on_a_phone(readings, page):
     assert readings[page]["height_390"] <= HEIGHT_BUDGET_390[page], readings[page]["height_390"]
 
 
+# The text a reader sees at 1280 px (closed folds and unselected tabs left out) against the chapter's draft, in
+# non-space characters (reader.TEXT_SEEN_JS, reader.draft_chars). Issue 28's target is 1.8 on both pages; the
+# budgets hold the pages where they are (main at 8b60ead: eager 1.97, design 3.15) until their rewrites lower them.
+TEXT_RATIO_BUDGET_1280 = {"eager.html": 2.0, "design.html": 3.2}
+
+
+@pytest.mark.parametrize("page", sorted(TEXT_RATIO_BUDGET_1280))
+def test_chapters_text_against_their_drafts(readings, page):
+    from conftest import unavailable
+
+    draft = reader.draft_chars(page)
+    if draft is None:
+        unavailable(f"no draft for {page} in {reader.drafts_dir()} (set BOOK_DRAFTS, or put shared/ beside the repository)")
+    seen = readings[page]["text_1280"]
+    assert seen / draft <= TEXT_RATIO_BUDGET_1280[page], f"{page}: {seen} characters seen at 1280 px, {seen / draft:.2f}x the draft's {draft}"
+
+
+def test_text_seen_leaves_out_closed_folds_and_unselected_tabs(probe, server):
+    """The measure counts what is shown as loaded: opening a closed fold, or showing every tab, adds to it."""
+    fold = probe(width=1280)
+    fold.goto(server + FOLD_PAGE)
+    closed = fold.page.evaluate(reader.TEXT_SEEN_JS)
+    inside = fold.page.evaluate("() => document.querySelector('details.book-fold').textContent.replace(/\\s+/g, '').length")
+    fold.page.locator("details.book-fold > summary").first.click()
+    opened = fold.page.evaluate(reader.TEXT_SEEN_JS)
+    assert opened - closed > 0.5 * inside > 50, (closed, opened, inside)
+    tabs = probe(width=1280)
+    tabs.goto(server + "eager.html")
+    loaded = tabs.page.evaluate(reader.TEXT_SEEN_JS)
+    tabs.page.evaluate(TABS_SHOWN_JS)
+    assert tabs.page.evaluate(reader.TEXT_SEEN_JS) > loaded * 1.1, "unselected tabs were counted as seen"
+
+
 def test_search_finds_each_term_where_it_is_introduced(browser, server):
     """Every term of docs/terms.toml (and its extra queries): the first hit is the page that introduces it."""
     found = reader.search(browser, server)
@@ -244,3 +277,44 @@ def test_nothing_is_folded_on_a_laptop(probe, server):
     assert len(folds) >= 10
     folded = [f for f in folds if f["summary"] or not f["shown"]]
     assert not folded, folded
+
+
+SECTION_FOLDS_JS = """() => [...document.querySelectorAll('details.book-fold')].map((d) => {
+  const summary = d.querySelector(':scope > summary');
+  const body = [...d.children].filter((c) => c !== summary);
+  return {open: d.open, summary: summary.checkVisibility() ? summary.textContent.trim() : null,
+          shown: body.some((c) => c.checkVisibility()), ids: [...d.querySelectorAll('[id]')].map((e) => e.id)};
+})"""
+FOLD_PAGE = "dev/showcase.html"  # the section shape, with one {evidence} fold (docs/dev/showcase.md)
+FOLD_TARGET = "dev-showcase-evidence-inside"
+
+
+@pytest.mark.parametrize("width", reader.WIDTHS)
+def test_a_sections_fold_is_closed_at_every_width_and_opens(probe, server, width):
+    """{evidence}: one closed line naming what it holds, at 390 px and at 1280 px; a click opens it; a link to an id
+    inside it (from another page, or on the same page) opens it; the reading path's output names its machine."""
+    p = probe(width=width)
+    p.goto(server + FOLD_PAGE)
+    folds = p.page.evaluate(SECTION_FOLDS_JS)
+    assert folds and all(not f["open"] and not f["shown"] and f["summary"] for f in folds), folds
+    assert folds[0]["summary"] == "输出和来历", folds
+    section = p.page.locator("#dev-showcase-evidence")
+    assert section.locator(".book-output-wrapper .book-output-machine").first.is_visible()  # the one machine, named
+    p.page.locator("details.book-fold > summary").first.click()
+    first = p.page.evaluate(SECTION_FOLDS_JS)[0]
+    assert first["open"] and first["shown"], first
+    p.page.locator("details.book-fold > summary").first.click()  # closed again
+
+    p.page.evaluate(f"() => {{ window.location.hash = '{FOLD_TARGET}'; }}")  # a link on the same page
+    p.page.wait_for_timeout(200)
+    assert next(f for f in p.page.evaluate(SECTION_FOLDS_JS) if FOLD_TARGET in f["ids"])["open"]
+
+    linked = probe(width=width)
+    linked.goto(server + f"{FOLD_PAGE}#{FOLD_TARGET}")
+    linked.page.wait_for_timeout(200)
+    fold = next(f for f in linked.page.evaluate(SECTION_FOLDS_JS) if FOLD_TARGET in f["ids"])
+    assert fold["open"] and fold["shown"], fold
+    in_view = linked.page.evaluate(f"() => {{ const r = document.getElementById('{FOLD_TARGET}').getBoundingClientRect();"
+                                   " return r.top >= 0 && r.top < window.innerHeight; }")
+    assert in_view, "the link's target is opened but not scrolled to"
+    assert p.problems == [] and linked.problems == []

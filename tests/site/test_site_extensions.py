@@ -331,3 +331,62 @@ def test_a_term_must_appear_where_it_is_introduced(tmp_path):
     pages = {"index.md": "# 首页\n\n(p-lazy)=\n## 别的话题\n\n这里不提那个词。\n"}
     rc, log = build(tmp_path / "src", tmp_path / "out", ["capture.sphinxext.site.glossary"], conf, pages)
     assert rc != 0 and "term '延迟执行' does not appear on 'index'" in log
+
+
+# -- evidence: a section's one fold ------------------------------------------------------------------
+
+FOLD_CONF = 'import os\nmyst_enable_extensions = ["colon_fence"]\nhtml_search_scorer = os.path.join(os.path.dirname(__file__), "scorer.js")\n'
+FOLD_PAGE = """\
+# Page
+
+## Point
+
+The point first, in the reading path.
+
+:::{evidence} Summaryword
+Foldedword is evidence, one click away.
+:::
+"""
+
+
+def fold_build(tmp_path, page: str):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "scorer.js").write_text("")
+    return build(tmp_path / "src", tmp_path / "out", ["capture.sphinxext.site.evidence", "capture.sphinxext.site.search"],
+                 FOLD_CONF, {"index.md": page})
+
+
+def test_evidence_is_one_closed_fold_searched_without_its_summary(tmp_path):
+    import json
+
+    rc, log = fold_build(tmp_path, FOLD_PAGE)
+    assert rc == 0, log
+    html = (tmp_path / "out" / "index.html").read_text(encoding="utf-8")
+    assert '<details class="book-fold"><summary class="book-no-search">Summaryword</summary>' in html
+    assert "<details class=\"book-fold\" open" not in html
+    text = (tmp_path / "out" / "searchindex.js").read_text(encoding="utf-8")
+    terms = json.loads(text[text.index("(") + 1: text.rindex(")")])["terms"]
+    assert "foldedword" in terms, "the fold's content must stay searchable"
+    assert "summaryword" not in terms, "the fold's summary line is not the page's text"
+
+
+def test_a_second_fold_in_one_section_is_a_located_warning(tmp_path):
+    rc, log = fold_build(tmp_path, FOLD_PAGE + "\n:::{evidence}\nMore.\n:::\n")
+    assert rc != 0
+    assert "index.md:11: WARNING: a second {evidence} fold in this section (the first is at line 7)" in log
+
+
+def test_a_fold_names_what_it_holds():
+    from docutils import nodes
+
+    from capture.sphinxext.site.evidence import fold_label
+
+    def box(*classes):
+        return nodes.container(classes=list(classes))
+
+    tabs = box("sd-tab-set", "book-platform-tabs")
+    tabs += box("book-output-wrapper", "book-output")
+    assert fold_label([tabs, box("book-records-table"), box("book-claim")]) == "各台机器的输出、表、断言和来历"
+    assert fold_label([box("book-output-wrapper", "book-output")]) == "输出和来历"
+    assert fold_label([box("book-claim")]) == "断言"
+    assert fold_label([nodes.paragraph("", "text")]) == "更多"

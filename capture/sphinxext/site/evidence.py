@@ -1,4 +1,24 @@
-"""On a phone, a list item's evidence is one click away.
+"""A section's evidence behind one line: the {evidence} fold (every width), and a list item's (phone only).
+
+{evidence} is the section's one fold, closed at every width (phone and laptop). A section states its
+point, shows its code and one output from a named machine ({output} `:platform:`), and puts everything
+else in it: the other machines' outputs, the tables of all machines, the claims, 「来历」:
+
+    :::{evidence}                         summary generated from what it holds (「输出、表、断言和来历」)
+    ```{output} burn-ret@gpu
+    :except: linux-x86_64-nvidia-h200
+    ```
+    ...
+    :::
+
+    :::{evidence} 其他机器和断言            or written by the page
+
+A second {evidence} directly in the same section is a warning (book.evidence): one fold per section.
+The text stays in the HTML: the search index and find-in-page see it; a link to an id inside the fold
+opens it (Chromium does so itself; book-site.js for browsers that do not). Its summary line is left out
+of the search index (book-no-search).
+
+On a phone, a list item's evidence is one click away too.
 
 design.md argues in bullet lists: each item is a bold lead sentence and a paragraph, then the evidence
 (a snippet, an output in machine tabs, a table, a claim checked against the data, notes per machine).
@@ -16,8 +36,13 @@ from __future__ import annotations
 
 from docutils import nodes
 from sphinx.application import Sphinx
+from sphinx.util import logging
+from sphinx.util.docutils import SphinxDirective
 
 from capture.sphinxext.reader import details, disclosure, setup_nodes
+
+logger = logging.getLogger(__name__)
+FOLD_CLASS = "book-fold"
 
 # what a piece of evidence is, by its classes (the capture directives' nodes) -> the word in the summary
 KINDS = (
@@ -81,8 +106,63 @@ def fold_evidence(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     if app.builder.format != "html":
         return
     for item in list(doctree.findall(nodes.list_item)):
-        if item.parent is not None and not any(isinstance(a, nodes.list_item) for a in _ancestors(item)):
-            fold_item(item)
+        if item.parent is not None and not any(isinstance(a, nodes.list_item) or _is_fold(a) for a in _ancestors(item)):
+            fold_item(item)  # (inside an {evidence} fold a list item is folded already)
+
+
+# -- {evidence}: the section's one fold, closed at every width --------------------------------------------
+def _is_fold(node: nodes.Node) -> bool:
+    return isinstance(node, details) and FOLD_CLASS in node.get("classes", [])
+
+
+def fold_label(children: list[nodes.Node]) -> str:
+    """What the fold holds, in the reader's words: 「各台机器的输出、表、断言和来历」 (来历 comes with outputs)."""
+    found = set()
+    machines = False
+    for child in children:
+        for node in child.findall(nodes.Element):
+            kind = _kind(node)
+            if kind:
+                found.add(kind)
+            if "book-platform-tabs" in node.get("classes", []):
+                machines = True
+    words = [w for w in ORDER if w in found]
+    if "输出" in words:
+        words[words.index("输出")] = "各台机器的输出" if machines else "输出"
+        words.append("来历")
+    if not words:
+        return "更多"
+    return words[0] if len(words) == 1 else "、".join(words[:-1]) + "和" + words[-1]
+
+
+class EvidenceDirective(SphinxDirective):
+    """:::{evidence} [summary] … ::: — see the module's docstring."""
+
+    has_content = True
+    optional_arguments = 1
+    final_argument_whitespace = True
+
+    def run(self):
+        children = self.parse_content_to_nodes()
+        text = self.arguments[0].strip() if self.arguments else fold_label(children)
+        box = disclosure(text, children, classes=(FOLD_CLASS,))
+        box[0]["classes"].append("book-no-search")  # the summary is not the page's text (search.py)
+        self.set_source_info(box)
+        return [box]
+
+
+def one_fold_per_section(app: Sphinx, doctree: nodes.document) -> None:
+    """doctree-read: a section (or a page without sections) holds at most one {evidence} fold of its own."""
+    seen: dict[int, details] = {}
+    for fold in doctree.findall(details):
+        if not _is_fold(fold):
+            continue
+        section = next((a for a in _ancestors(fold) if isinstance(a, (nodes.section, nodes.document))), None)
+        first = seen.setdefault(id(section), fold)
+        if first is not fold:
+            logger.warning("a second {evidence} fold in this section (the first is at line %s): a section has one fold, "
+                           "closed at every width, holding all its evidence — merge them into one",
+                           first.line, location=fold, type="book", subtype="evidence")
 
 
 def _ancestors(node: nodes.Node):
@@ -94,5 +174,7 @@ def _ancestors(node: nodes.Node):
 
 def setup(app: Sphinx):
     setup_nodes(app)
+    app.add_directive("evidence", EvidenceDirective)
+    app.connect("doctree-read", one_fold_per_section)
     app.connect("doctree-resolved", fold_evidence)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

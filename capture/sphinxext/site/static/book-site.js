@@ -4,7 +4,9 @@
 // - a chart opens full-size in a dialog (its own width, scrollable, pinch-zoomable);
 // - search summaries are taken from the text, not from charts or tables of contents;
 // - a list item's evidence, folded on a phone (evidence.py), is open on a wider screen in a browser whose
-//   CSS cannot show a closed <details> (no ::details-content); elsewhere book-site.css alone does it.
+//   CSS cannot show a closed <details> (no ::details-content); elsewhere book-site.css alone does it;
+// - a link to an id inside a closed <details> (a section's {evidence} fold) opens it, in browsers that do not
+//   do so themselves (Chromium does).
 (function () {
   "use strict";
 
@@ -132,8 +134,30 @@
     if (wide.addEventListener) wide.addEventListener("change", apply);
   }
 
+  // -- a link into a fold opens it ---------------------------------------------------------------
+  function openToTarget() {
+    let id = "";
+    try {
+      id = decodeURIComponent(window.location.hash.slice(1));
+    } catch (e) {
+      return;
+    }
+    const target = id && document.getElementById(id);
+    if (!target) return;
+    let opened = false;
+    for (let d = target.closest("details"); d; d = d.parentElement && d.parentElement.closest("details")) {
+      if (!d.open) {
+        d.open = true;
+        opened = true;
+      }
+    }
+    if (opened) target.scrollIntoView();
+  }
+
   function start() {
     watchOverflow();
+    openToTarget();
+    window.addEventListener("hashchange", openToTarget);
     unfoldEvidenceWithoutCss();
     document.addEventListener("click", (ev) => {
       const button = ev.target.closest && ev.target.closest(".book-chart-open");
