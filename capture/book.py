@@ -27,6 +27,7 @@ from capture import fingerprint as fpmod
 from capture import identity as identitymod
 from capture import inputs as inputsmod
 from capture import manifest as manifestmod
+from capture import verdict as verdictmod
 from capture.roles import GPU_VARIANTS
 from capture.keys import FragmentKey, KeyError_, check_platform_key
 from capture.paths import Layout
@@ -292,7 +293,12 @@ class Book:
                 seen[ref] = recs
             return recs
 
-        return Evaluator(lookup)
+        return Evaluator(lookup, self.drifts.of_platform(platform))
+
+    @cached_property
+    def drifts(self) -> verdictmod.Drifts:
+        """The measured drift per platform and kind of figure (docs/drift.json, capture/drift.py)."""
+        return verdictmod.Drifts.load(self.layout.root)
 
     def unlike(self, expr: str, platform: str, seen: dict, differs: tuple[str, ...] = ()) -> tuple[str, ...]:
         """What an evaluated expression compares unlike (capture/alike.py), from the records it read."""

@@ -122,11 +122,19 @@ def cmd_status(args, layout: Layout) -> int:
     except (OSError, ValueError) as e:  # e.g. a script the manifest names is missing (the message names the line)
         print(f"error: {e}", file=sys.stderr)
         return 2
+    from capture import share
+
+    shares = [s for s in share.shares(book, layout.root / "docs") if s.platform in platforms]
     if args.json:
         print(json.dumps({"this_platform": here.key, "this_host_is_that_machine": not note, "entries": as_json(entries),
-                          "failing_claims": claims, "undecided_claims": undecided, "broken_platforms": book.broken}, indent=1, ensure_ascii=False))
+                          "failing_claims": claims, "undecided_claims": undecided, "broken_platforms": book.broken,
+                          "timing_verdicts": [{"platform": s.platform, "yes": s.yes, "no": s.no,
+                                               "cannot_tell": [{"where": w, "why": why} for w, why in s.undecided]}
+                                              for s in shares]},
+                         indent=1, ensure_ascii=False))
     else:
         print(render(entries, book))
+        print(share.render(shares))
         if note:
             print(note)
         for c in claims:
@@ -212,11 +220,31 @@ def cmd_restamp(args, layout: Layout) -> int:
 
 
 def cmd_noise(args, layout: Layout) -> int:
-    from capture.noise import render, run
+    from capture.noise import extreme, history, render, run
 
-    reports = run(layout.root, args.seeds)
-    print(render(reports, args.seeds))
-    return 1 if any(r.flips for r in reports) else 0
+    runs = [(history(layout.root), "history: every committed state of each platform's own fragments"),
+            (run(layout.root, args.seeds), f"drift: every timing moved within its kind's measured drift, {args.seeds} seeds"),
+            (extreme(layout.root, 1), "extreme: factors growing to 10x either way (flips: yes <-> no without cannot tell)")]
+    for reports, what in runs:
+        print(render(reports, what))
+    return 1 if any(r.flips for reports, _ in runs for r in reports) else 0
+
+
+def cmd_drift(args, layout: Layout) -> int:
+    from capture import drift
+
+    data = drift.table(layout.root)
+    print(drift.render(data))
+    if args.check:
+        path = layout.root / drift.DATA
+        old = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+        if old != json.loads(json.dumps(data)):
+            print(f"{drift.DATA} differs from the fragments' history; rewrite it with: python -m capture drift",
+                  file=sys.stderr)
+            return 1
+        return 0
+    print(f"wrote {layout.rel(drift.write(layout.root, data))}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -265,9 +293,15 @@ def main(argv: list[str] | None = None) -> int:
                    help="include Debian's Vulkan loader packages (default: when burn is built for Vulkan)")
     u.set_defaults(fn=cmd_bundle)
 
-    n = sub.add_parser("noise", help="every timing off by up to 2x, N seeds: do the pages' verdicts hold (or become cannot tell)?")
+    n = sub.add_parser("noise", help="the pages' verdicts on every past capture, under the measured drift and under "
+                                     "extreme noise: does any flip between yes and no?")
     n.add_argument("--seeds", type=int, default=10)
     n.set_defaults(fn=cmd_noise)
+
+    d = sub.add_parser("drift", help="measure how far each kind of timing moves between captures (git history of "
+                                     "docs/_fragments) and write docs/drift.json, which the verdict rule reads")
+    d.add_argument("--check", action="store_true", help="write nothing; exit 1 when docs/drift.json is out of date")
+    d.set_defaults(fn=cmd_drift)
 
     t = sub.add_parser("restamp", help="carry fragments that were fresh over a change of the inputs-hash scheme (no rerun)")
     t.set_defaults(fn=cmd_restamp)

@@ -12,8 +12,8 @@ mean, count) for a number, or compare it element by element (records paired by t
 them apart, e.g. round) and ask all() or any(). Evaluation happens on one platform at a time.
 
 Every number keeps its spread (the lowest and highest of the repeats, rounds or processes behind it)
-and how many timings went into it; a comparison that involves a measurement answers yes, no or cannot tell, by the one rule
-in capture/verdict.py. Each verdict carries `why`: the comparison that decided it, with the values
+and its drift (how far it may move between captures, from its kind of figure on its platform); a
+comparison that involves a measurement answers yes, no or cannot tell, by the one rule in capture/verdict.py. Each verdict carries `why`: the comparison that decided it, with the values
 and spreads of both sides, naming the record (inside all() / any() too).
 """
 
@@ -67,8 +67,13 @@ class Value:
 
     v: the value; for a comparison True, False or None (cannot tell, capture/verdict.py).
     lo, hi: the lowest and highest repeat behind a measured number (None: exact).
-    noise: how many timings multiply into it (0: exact).
+    drift: how far it may move from one capture to the next beyond its spread, as ln of a factor
+      (capture/verdict.py; 0: exact)
     why: for a verdict, the comparison that decided it, with both sides' values.
+    timed: for a verdict, whether a comparison of measurements went into it (a timing verdict).
+    kind: a measured value's kind of figure (capture/drift.py), when it is one record's or all its parts share it.
+    proc: where a measured value was taken (fragment, how it was aggregated, the processes behind it), for the
+      shared drift of two figures from one process (capture/verdict.py); () when it mixes several.
     label: the record it was read from (reference text, with the tags that picked it).
     tags: the record's tags (a list of records is paired by them).
     """
@@ -78,10 +83,13 @@ class Value:
     sources: tuple[str, ...] = ()
     lo: float | None = None
     hi: float | None = None
-    noise: int = 0
+    drift: float = 0.0
     why: str = ""
     label: str = ""
     tags: tuple[tuple[str, str], ...] = ()
+    timed: bool = False
+    kind: str = ""
+    proc: tuple = ()
 
     @property
     def spread(self) -> tuple[float, float]:
@@ -125,20 +133,24 @@ def check_syntax(expr: str) -> None:
         raise QueryError(f"cannot parse {expr!r}: {e.msg}") from None
 
 
-def record_values(ref: Ref, records: list[dict]) -> list[Value]:
+def record_values(ref: Ref, records: list[dict], drift: verdict.PlatformDrift | None = None) -> list[Value]:
     """The records a reference selected, as Values. A measured record is one repeat (a run, a round, a
     process) or one statistic of a run (X.median): its spread comes from aggregating several of them
     (median over processes spans their range), not from the min and max of the run, which one slow
-    repeat would stretch. Within one record the noise margin stands in for what was not repeated."""
+    repeat would stretch. `drift` gives a measured record's drift and kind on the platform (verdict.PlatformDrift)."""
+    drift = drift or verdict.DEFAULT_DRIFTS.of_platform(None)
     out = []
     for r in records:
         unit = r.get("unit", "")
         tags = tuple(sorted((r.get("tags") or {}).items()))
-        noise = 1 if is_measured(unit) and _is_number(r["value"]) else 0
-        lo = hi = r["value"] if noise else None
+        measured = is_measured(unit) and _is_number(r["value"])
+        d = drift.record(r["name"], dict(tags)) if measured else 0.0
+        lo = hi = r["value"] if d else None
+        kind = drift.kind(r["name"], dict(tags)) if measured else ""
+        proc = (ref.key, "", frozenset([dict(tags).get("process", "")])) if measured else ()
         picked = [f"{k}={v}" for k, v in tags if k not in dict(ref.tags)]
         label = ref.text + (f"{{{','.join(picked)}}}" if picked and len(records) > 1 else "")
-        out.append(Value(r["value"], unit, (ref.key,), lo, hi, noise, "", label, tags))
+        out.append(Value(r["value"], unit, (ref.key,), lo, hi, d, "", label, tags, kind=kind, proc=proc))
     return out
 
 
@@ -173,7 +185,7 @@ def _aggregate(fn: str, vals: list, expr: str) -> Value:
         return vals[0 if fn == "first" else -1]
     nums = _numbers(vals, fn, expr)
     vs = [x if isinstance(x, Value) else Value(x) for x in vals]
-    unit, noise = vs[0].unit, max(x.noise for x in vs)
+    unit, drift = vs[0].unit, max(x.drift for x in vs)
     los, his = [x.spread[0] for x in vs], [x.spread[1] for x in vs]
     if fn == "min":
         v, lo, hi = min(nums), min(los), min(his)
@@ -182,7 +194,25 @@ def _aggregate(fn: str, vals: list, expr: str) -> Value:
     else:  # median, mean: the typical value, spanning every repeat behind it
         v = statistics.median(nums) if fn == "median" else statistics.fmean(nums)
         lo, hi = min(los), max(his)
-    return Value(v, unit, _srcs(*vs), lo if noise else None, hi if noise else None, noise)
+    return Value(v, unit, _srcs(*vs), lo if drift else None, hi if drift else None, drift,
+                 kind=_common(x.kind for x in vs), proc=_aggregated_proc(fn, vs))
+
+
+def _common(xs) -> str:
+    xs = set(xs)
+    return xs.pop() if len(xs) == 1 else ""
+
+
+def _aggregated_proc(fn: str, vs: list[Value]) -> tuple:
+    """Where an aggregate was taken: one fragment's records of one process whatever the function; over
+    several processes, the function too (a median over processes orders like another median over them)."""
+    if not vs or any(not x.proc for x in vs) or len({x.proc[0] for x in vs}) != 1:
+        return ()
+    procs = frozenset().union(*(x.proc[2] for x in vs))
+    steps = {x.proc[1] for x in vs}
+    if len(procs) == 1 and steps == {""}:
+        return (vs[0].proc[0], "", procs)
+    return (vs[0].proc[0], fn + "(" + ",".join(sorted(steps)) + ")", procs)
 
 
 def _range(vals: list, expr: str) -> Range:
@@ -206,7 +236,8 @@ def _truth(vals: list, fn: str, expr: str) -> Value:
     else:
         deciding = vs
     why = "; ".join(_why(x) for x in deciding)
-    return Value(res, "", _srcs(*vs), why=f"{fn}(): {verdict.word(res)}" + (f" — {why}" if why else ""))
+    return Value(res, "", _srcs(*vs), why=f"{fn}(): {verdict.word(res)}" + (f" — {why}" if why else ""),
+                 timed=any(x.timed for x in vs))
 
 
 def _varying(xs: list) -> set[str]:
@@ -233,10 +264,12 @@ FUNCS = ("min", "max", "median", "mean", "first", "last", "count", "range", "all
 
 
 class Evaluator:
-    """Evaluates expressions against a lookup(ref) -> list of record dicts on one platform."""
+    """Evaluates expressions against a lookup(ref) -> list of record dicts on one platform; `drift(name, tags)`
+    gives each timing record's drift there (verdict.Drifts.of_record; by default the fixed DEFAULT)."""
 
-    def __init__(self, lookup):
+    def __init__(self, lookup, drift: verdict.PlatformDrift | None = None):
         self.lookup = lookup
+        self.drift = drift or verdict.DEFAULT_DRIFTS.of_platform(None)
 
     def refs(self, expr: str) -> list[Ref]:
         return parse_refs(expr)[1]
@@ -244,7 +277,7 @@ class Evaluator:
     def _env(self, refs: list[Ref]) -> dict:
         env = {}
         for i, ref in enumerate(refs):
-            env[f"__r{i}"] = record_values(ref, self.lookup(ref))
+            env[f"__r{i}"] = record_values(ref, self.lookup(ref), self.drift)
         return env
 
     def eval(self, expr: str):
@@ -253,7 +286,7 @@ class Evaluator:
             tree = ast.parse(src, mode="eval")
         except SyntaxError as e:
             raise QueryError(f"cannot parse {expr!r}: {e.msg}") from None
-        ctx = _Ctx(expr, refs)
+        ctx = _Ctx(expr, refs, self.drift)
         out = ctx.eval(tree.body, self._env(refs))
         if isinstance(out, list):
             if len(out) != 1:
@@ -264,8 +297,9 @@ class Evaluator:
 
 
 class _Ctx:
-    def __init__(self, expr: str, refs: list[Ref]):
+    def __init__(self, expr: str, refs: list[Ref], drift: verdict.PlatformDrift):
         self.expr = expr
+        self.drift = drift
         self.back = {f"__r{i}": ref.text for i, ref in enumerate(refs)}
 
     def text(self, node) -> str:
@@ -329,7 +363,7 @@ class _Ctx:
             raise QueryError(f"abs() of {v.v!r} in {self.expr!r}")
         lo, hi = v.spread
         span = (min(abs(lo), abs(hi)) if lo * hi > 0 else 0.0, max(abs(lo), abs(hi)))
-        return replace(v, v=abs(v.v), lo=span[0] if v.noise else None, hi=span[1] if v.noise else None)
+        return replace(v, v=abs(v.v), lo=span[0] if v.drift else None, hi=span[1] if v.drift else None)
 
     # -- lists: element by element, paired by tags --------------------------------------------
     def each(self, v, fn):
@@ -394,23 +428,23 @@ class _Ctx:
         try:
             if isinstance(op, ast.Add):
                 v, lo, hi = av.v + bv.v, alo + blo, ahi + bhi
-                noise = max(av.noise, bv.noise)
+                drift = max(av.drift, bv.drift)  # each part off by at most its factor: the sum by the largest
             elif isinstance(op, ast.Sub):
-                if av.noise and bv.noise:  # two nearly equal timings can differ by anything once each is off by NOISE
+                if av.drift and bv.drift:  # two nearly equal timings can differ by anything once each drifts
                     raise QueryError(f"{self.text_of(av, bv)} in {self.expr!r}: a difference of two measurements has no "
-                                     "bounded noise; compare them directly (a < b) or as a ratio (a / b)")
+                                     "bounded drift; compare them directly (a < b) or as a ratio (a / b)")
                 v, lo, hi = av.v - bv.v, alo - bhi, ahi - blo
-                noise = max(av.noise, bv.noise)
+                drift = max(av.drift, bv.drift)
             elif isinstance(op, ast.Mult):
                 corners = [alo * blo, alo * bhi, ahi * blo, ahi * bhi]
                 v, lo, hi = av.v * bv.v, min(corners), max(corners)
-                noise = av.noise + bv.noise
+                drift = av.drift + bv.drift  # the factors multiply
             elif isinstance(op, ast.Div):
                 if bv.v == 0 or blo <= 0 <= bhi:
                     raise QueryError(f"division by zero (or by a spread that includes zero) in {self.expr!r}")
                 corners = [alo / blo, alo / bhi, ahi / blo, ahi / bhi]
                 v, lo, hi = av.v / bv.v, min(corners), max(corners)
-                noise = av.noise + bv.noise
+                drift = av.drift + bv.drift
             else:
                 raise QueryError(f"operator not allowed in {self.expr!r}")
         except OverflowError:
@@ -418,8 +452,11 @@ class _Ctx:
         if not all(math.isfinite(x) for x in (v, lo, hi)):
             raise QueryError(f"a number in {self.expr!r} is too large to compute with (it is not finite)")
         unit = _unit_of(av.unit, bv.unit, op)
-        return Value(v, unit, _srcs(av, bv), lo if noise else None, hi if noise else None, noise,
-                     label=av.label if not bv.label else bv.label if not av.label else "")
+        # scaled by a constant, a figure keeps its kind and where it was taken; mixed with another, it has neither
+        one = av if not bv.drift else bv if not av.drift else None
+        return Value(v, unit, _srcs(av, bv), lo if drift else None, hi if drift else None, drift,
+                     label=av.label if not bv.label else bv.label if not av.label else "",
+                     kind=one.kind if one else "", proc=one.proc if one else ())
 
     @staticmethod
     def text_of(a: Value, b: Value) -> str:
@@ -432,12 +469,13 @@ class _Ctx:
             if not (isinstance(val.v, bool) or val.v is None):
                 raise QueryError(f"`not` of {val.v!r} in {self.expr!r}: it takes a yes/no")
             res = verdict.kleene_not(val.v)
-            return Value(res, "", val.sources, why=f"not ({_why(val)})" if val.why else "", label=val.label, tags=val.tags)
+            return Value(res, "", val.sources, why=f"not ({_why(val)})" if val.why else "", label=val.label, tags=val.tags,
+                         timed=val.timed)
         if isinstance(node.op, ast.USub):
             if not _is_number(val.v):
                 raise QueryError(f"minus of {val.v!r} in {self.expr!r}")
             lo, hi = val.spread
-            return replace(val, v=-val.v, lo=-hi if val.noise else None, hi=-lo if val.noise else None)
+            return replace(val, v=-val.v, lo=-hi if val.drift else None, hi=-lo if val.drift else None)
         raise QueryError(f"operator not allowed in {self.expr!r}")
 
     def boolop(self, node, vals):
@@ -453,7 +491,7 @@ class _Ctx:
             deciding = [x for x in vs if x.v is res][:1]
         else:
             deciding = vs
-        return Value(res, "", _srcs(*vs), why="; ".join(_why(x) for x in deciding))
+        return Value(res, "", _srcs(*vs), why="; ".join(_why(x) for x in deciding), timed=any(x.timed for x in vs))
 
     def compare(self, op, a, b, lnode, rnode):
         a, b = self.scalar(a), self.scalar(b)
@@ -465,12 +503,13 @@ class _Ctx:
         if not numeric and (_is_number(av.v) or _is_number(bv.v)) and name not in ("eq", "ne"):
             raise QueryError(f"{self.text(lnode)!r} {verdict.SYMBOLS[name]} {self.text(rnode)!r} in {self.expr!r} "
                              f"compares a number with {(bv.v if _is_number(av.v) else av.v)!r}: compare numbers with numbers")
-        if numeric and (av.noise or bv.noise) and name in ("eq", "ne"):
+        if numeric and (av.drift or bv.drift) and name in ("eq", "ne"):
             raise QueryError(f"{self.text(lnode)!r} {verdict.SYMBOLS[name]} {self.text(rnode)!r} in {self.expr!r}: "
                              "a measurement is never exactly equal to anything; use < or > with a factor")
         if numeric:
             try:
-                res = verdict.decide(name, av.spread, bv.spread, av.noise + bv.noise) if name not in ("eq", "ne") \
+                ld, rd = verdict.pair_drifts(av.drift, bv.drift, self.shared(av, bv))
+                res = verdict.decide(name, av.spread, bv.spread, ld, rd) if name not in ("eq", "ne") \
                     else (av.v == bv.v) == (name == "eq")
             except TypeError:
                 raise QueryError(f"cannot compare in {self.expr!r}") from None
@@ -480,10 +519,17 @@ class _Ctx:
             raise QueryError(f"{self.text(lnode)!r} {verdict.SYMBOLS[name]} {self.text(rnode)!r} in {self.expr!r}: "
                              f"{av.v!r} and {bv.v!r} are not numbers; words are compared with == or !=")
         why = f"{self._side(lnode, av)} {verdict.SYMBOLS[name]} {self._side(rnode, bv)}: {verdict.word(res)}"
-        if numeric and (av.noise or bv.noise) and res is verdict.CANNOT_TELL:
-            why += f" (the spreads are not apart by more than {verdict.margin(av.noise, bv.noise):.3g}x)"
+        if numeric and (av.drift or bv.drift) and res is verdict.CANNOT_TELL:
+            why += f" (the spreads widened by their drift overlap: {_widened(av, ld)} vs {_widened(bv, rd)})"
         tags = av.tags or bv.tags
-        return Value(res, "", _srcs(av, bv), why=why, label=av.label or bv.label, tags=tags)
+        return Value(res, "", _srcs(av, bv), why=why, label=av.label or bv.label, tags=tags,
+                     timed=bool(numeric and (av.drift or bv.drift)))
+
+    def shared(self, a: Value, b: Value) -> float | None:
+        """The shared drift of two figures of one kind from the same process (capture/verdict.py)."""
+        if a.drift and b.drift and a.kind and a.kind == b.kind and a.proc and a.proc == b.proc:
+            return self.drift.shared(a.kind)
+        return None
 
     def _side(self, node, v: Value) -> str:
         text = v.label if v.label and isinstance(node, ast.Name) else self.text(node)
@@ -493,9 +539,17 @@ class _Ctx:
         shown = f"{x:.4g}" if isinstance(x, float) else repr(x)
         if v.unit:
             shown += f" {v.unit}"
-        if v.noise and v.lo is not None and (v.lo, v.hi) != (v.v, v.v):
+        if v.drift and v.lo is not None and (v.lo, v.hi) != (v.v, v.v):
             shown += f" [{v.lo:.4g}–{v.hi:.4g}]"
         return f"{text} = {shown}"
+
+
+def _widened(v: Value, drift: float) -> str:
+    """A value's spread widened by a drift, for a why: "[62.5–85.4] (x1.2)"."""
+    if not drift:
+        return f"{v.v:.4g}"
+    lo, hi = verdict.widened(v.spread, drift)
+    return f"[{lo:.4g}–{hi:.4g}] (x{math.exp(drift):.3g})"
 
 
 def _unit_of(ua: str, ub: str, op) -> str:

@@ -11,6 +11,7 @@ from .charts import DataChartDirective
 from .claims import ClaimDirective
 from .coderule import check_code_blocks
 from .comparisons import CmpRole
+from .drifttable import DriftTableDirective
 from .freshness import STORE
 from .meta import MetaRole
 from .numbers import NumRole
@@ -20,6 +21,7 @@ from .platforms import PlatformTableDirective
 from .scope import PerPlatformDirective, UntilCapturedDirective
 from .verdicts import VerdictMatrixDirective
 from .provenance import copy_provenance
+from .share import report_share
 from .snippet import SnippetDirective
 from .tables import RecordsTableDirective
 from .terms import check_terms, report_unused
@@ -54,6 +56,7 @@ def setup(app):
     app.add_directive("until-captured", UntilCapturedDirective)
     app.add_directive("verdict-matrix", VerdictMatrixDirective)
     app.add_directive("platform-table", PlatformTableDirective)
+    app.add_directive("drift-table", DriftTableDirective)
     app.add_role("num", NumRole())
     app.add_role("meta", MetaRole())
     app.add_role("cmp", CmpRole())
@@ -64,5 +67,6 @@ def setup(app):
     app.connect("doctree-resolved", check_tab_depth)
     app.connect("build-finished", report_unused)
     app.connect("build-finished", copy_provenance)
+    app.connect("build-finished", report_share)
     STORE.connect(app)  # pages showing fragments are re-read when the store changes
     return {"parallel_read_safe": True, "parallel_write_safe": True, "version": "0.1"}

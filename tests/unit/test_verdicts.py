@@ -1,11 +1,12 @@
 """Yes, no or cannot tell: the verdict rule (capture/verdict.py) and the query language that applies it."""
 
 import itertools
+import math
 import random
 
 import pytest
 
-from capture import alike, fingerprint, verdict
+from capture import alike, drift, fingerprint, verdict
 from capture.query import Evaluator, MissingData, QueryError, parse_refs
 
 
@@ -23,43 +24,58 @@ def rec(name, value, unit="s", **tags):
     return {"name": name, "value": value, "unit": unit, "tags": {k: str(v) for k, v in tags.items()}}
 
 
+SQRT2 = math.log(math.sqrt(2))  # the default drift: a factor 2 between two timings, as the old fixed rule
+
+
 @pytest.mark.parametrize("left, right, want", [
-    ((1.0, 1.1), (3.0, 3.5), True),     # apart by more than 2x: yes
-    ((1.0, 1.6), (3.0, 3.5), None),     # 1.6 * 2 > 3.0: the spreads are too close to tell
+    ((1.0, 1.1), (3.0, 3.5), True),     # apart by more than sqrt(2) * sqrt(2): yes
+    ((1.0, 1.6), (3.0, 3.5), None),     # 1.6 * 2 > 3.0: the widened spreads overlap
     ((7.5, 8.0), (3.0, 3.5), False),    # 7.5 > 2 * 3.5: clearly not below
     ((5.0, 6.0), (3.0, 3.5), None),
 ])
-def test_two_timings_need_a_gap_of_the_noise_margin(left, right, want):
-    assert verdict.decide("lt", left, right, noise=2) is want
+def test_two_timings_need_their_widened_spreads_apart(left, right, want):
+    assert verdict.decide("lt", left, right, SQRT2, SQRT2) is want
     flipped = {True: False, False: True, None: None}[want]
-    assert verdict.decide("gt", left, right, noise=2) is flipped
+    assert verdict.decide("gt", left, right, SQRT2, SQRT2) is flipped
+
+
+def test_each_side_is_widened_by_its_own_drift():
+    steady, noisy = math.log(1.1), math.log(2.0)
+    assert verdict.decide("lt", (1.0, 1.0), (1.3, 1.3), steady, steady) is True  # 1.1 < 1.3 / 1.1
+    assert verdict.decide("lt", (1.0, 1.0), (1.3, 1.3), steady, noisy) is None  # 1.1 > 1.3 / 2
+    assert verdict.widened((2.0, 3.0), noisy) == (1.0, 6.0)
 
 
 def test_exact_values_compare_plainly():
-    assert verdict.decide("lt", (3, 3), (4, 4), noise=0) is True
-    assert verdict.decide("ge", (3, 3), (4, 4), noise=0) is False
+    assert verdict.decide("lt", (3, 3), (4, 4), 0, 0) is True
+    assert verdict.decide("ge", (3, 3), (4, 4), 0, 0) is False
 
 
-def test_no_factor_within_the_noise_turns_a_yes_into_a_no():
-    """The rule's promise, checked on many random cases: every measured side off by a factor in
-    [1/NOISE, NOISE] per repeat can make a verdict undecided, never its opposite."""
+def test_a_decided_order_holds_for_every_move_within_the_drift():
+    """The rule's promise, checked on many random cases: when every repeat of each side moves by a factor
+    within that side's drift, the order a yes or no stated still holds between the moved repeats."""
     rng = random.Random(7)
+    decided = 0
     for _ in range(20000):
         a = sorted(rng.uniform(0.1, 10) for _ in range(rng.randint(1, 4)))
         b = sorted(rng.uniform(0.1, 10) for _ in range(rng.randint(1, 4)))
-        before = verdict.decide("lt", (a[0], a[-1]), (b[0], b[-1]), noise=2)
+        da, db = rng.uniform(0.01, 0.8), rng.uniform(0.01, 0.8)
+        before = verdict.decide("lt", (a[0], a[-1]), (b[0], b[-1]), da, db)
         if before is None:
             continue
-        na = sorted(x * rng.uniform(1 / verdict.NOISE, verdict.NOISE) for x in a)
-        nb = sorted(x * rng.uniform(1 / verdict.NOISE, verdict.NOISE) for x in b)
-        after = verdict.decide("lt", (na[0], na[-1]), (nb[0], nb[-1]), noise=2)
+        decided += 1
+        na = sorted(x * math.exp(rng.uniform(-da, da)) for x in a)
+        nb = sorted(x * math.exp(rng.uniform(-db, db)) for x in b)
+        assert (na[-1] < nb[0]) if before else (na[0] > nb[-1]), (a, b, na, nb)
+        after = verdict.decide("lt", (na[0], na[-1]), (nb[0], nb[-1]), da, db)
         assert after is None or after is before, (a, b, na, nb)
+    assert decided > 1000
 
 
 def test_an_aggregate_spans_the_repeats_behind_it():
     e = ev([rec("x.median", v, process=p) for p, v in enumerate([1.0, 1.2, 1.9], 1)] + [rec("y", 3.5)])
     v = e.eval("median(t@cpu:x.median)")
-    assert (v.v, v.lo, v.hi, v.noise) == (1.2, 1.0, 1.9, 1)
+    assert (v.v, v.lo, v.hi) == (1.2, 1.0, 1.9) and v.drift == pytest.approx(SQRT2)
     assert e.eval("median(t@cpu:x.median) < t@cpu:y").v is None  # 1.9 * 2 > 3.5: the slowest process is too close
     assert e.eval("median(t@cpu:x.median) < 2 * t@cpu:y").v is True
     assert e.eval("min(t@cpu:x.median) < t@cpu:y").v is True  # the fastest process alone: 1.0 * 2 < 3.5
@@ -132,5 +148,54 @@ def test_fingerprint_of_a_machine_record_and_its_differences():
 
 def test_every_pair_of_spreads_either_decides_or_abstains_symmetrically():
     for (a, b), (c, d) in itertools.product(itertools.combinations([0.5, 1, 2, 4, 8], 2), repeat=2):
-        lt, gt = verdict.decide("lt", (a, b), (c, d), 2), verdict.decide("gt", (a, b), (c, d), 2)
+        lt, gt = verdict.decide("lt", (a, b), (c, d), SQRT2, SQRT2), verdict.decide("gt", (a, b), (c, d), SQRT2, SQRT2)
         assert (lt is None) == (gt is None) and (lt is None or lt != gt)
+
+
+@pytest.mark.parametrize("name, tags, want", [
+    ("matmul.first", {"device": "cuda", "process": "1"}, "first"),
+    ("chain8.first_call", {"device": "cpu"}, "first"),
+    ("mlp.first_step", {"device": "cuda"}, "first"),
+    ("firstuse.again", {"device": "cuda", "what": "cast"}, "first"),
+    ("matmul.device_init", {"device": "cuda"}, "first"),
+    ("chain8.device.median", {"device": "cuda", "timing": "device"}, "device"),
+    ("chaindims.device.min", {"device": "flex", "timing": "device"}, "min"),  # a CPU backend: its statistic
+    ("matmul.later.median", {"device": "cuda"}, "gpu"),
+    ("matmul.later.median", {"device": "cpu"}, "median"),
+    ("matmul.later.max", {"device": "cuda"}, "max"),
+    ("mlp.read.step.median", {"device": "cuda"}, "step"),
+    ("smallop.per_op", {"device": "flex"}, "step"),
+    ("ret.returned", {"device": "cpu", "run": "1"}, "mean"),
+    ("matmul.gflops", {"device": "cpu"}, "mean"),
+])
+def test_one_classifier_names_the_kind_of_each_figure(name, tags, want):
+    assert drift.kind(name, tags) == want
+
+
+TABLE = {"platforms": {"box": {"median": {"drift": 1.5, "shared": 1.1}, "mean": {"drift": 1.2}}}}
+
+
+def test_the_drift_comes_from_the_table_per_platform_and_kind_with_a_stated_default():
+    d = verdict.Drifts(TABLE)
+    assert d.factor("box", "median") == 1.5 and d.factor("box", "first") == drift.DEFAULT
+    assert d.factor("elsewhere", "median") == drift.DEFAULT  # a machine with no history yet
+    e = Evaluator(ev([rec("x.median", 1.0), rec("y", 1.0)]).lookup, d.of_platform("box"))
+    assert e.eval("t@cpu:x.median").drift == pytest.approx(math.log(1.5))
+    assert e.eval("t@cpu:x.median / t@cpu:y").drift == pytest.approx(math.log(1.5 * 1.2))  # factors multiply
+    assert e.eval("t@cpu:x.median + t@cpu:y").drift == pytest.approx(math.log(1.5))  # a sum: the largest
+
+
+def test_two_figures_of_one_process_use_their_shared_drift_and_no_others_do():
+    recs = [rec("a.median", 1.0, process=1), rec("b.median", 1.3, process=1), rec("c.median", 1.3, process=2)]
+    e = Evaluator(ev(recs).lookup, verdict.Drifts(TABLE).of_platform("box"))
+    assert e.eval("t@cpu:a.median < t@cpu:b.median").v is True  # same process: 1.0 * 1.1 < 1.3
+    assert e.eval("t@cpu:a.median < t@cpu:c.median").v is None  # another process: 1.0 * 1.5 * 1.5 > 1.3
+    assert e.eval("t@cpu:a.median < u@cpu:b.median").v is None  # another fragment
+    assert e.eval("0.5 * t@cpu:b.median < t@cpu:a.median").v is True  # a constant factor keeps the process
+
+
+def test_the_issue_example_is_decided_by_a_drift_under_1_2_and_not_by_one_over_it():
+    """candle vs burn, later matmul on the H200's GPU: 71.3 us [70.0-71.8] against 106 us [104-107]."""
+    candle, burn = (70.0e-6, 71.8e-6), (104.0e-6, 107.0e-6)
+    assert verdict.decide("lt", candle, burn, math.log(1.2), math.log(1.2)) is True
+    assert verdict.decide("lt", candle, burn, math.log(1.21), math.log(1.21)) is None

@@ -1,0 +1,47 @@
+"""{drift-table}: the measured drift per machine and kind of figure, from docs/drift.json (capture/drift.py).
+
+    :::{drift-table}
+    :::
+
+One row per platform and kind: the factor the verdict rule widens a spread by, where it came from
+(re-runs of identical inputs, captures across changed inputs, or the default), how many pairs, the
+95th percentile, the spread over repeats inside one capture, and the shared drift of two figures of
+one process. Recomputed by `python -m capture drift`; nothing here is typed by hand.
+"""
+
+from __future__ import annotations
+
+from docutils import nodes
+from sphinx.util.docutils import SphinxDirective
+
+from capture.drift import DATA, KINDS
+from capture.sphinxext.common import book, warn
+from capture.sphinxext.tables import table_node
+
+SOURCE = {"re-runs": "同一程序重跑", "re-runs and changed inputs": "重跑和输入改过的前后两次", "default": "默认值"}
+
+
+def _x(v) -> str:
+    return f"×{v:.3g}" if v else "—"
+
+
+class DriftTableDirective(SphinxDirective):
+    def run(self):
+        b = book(self.env)
+        self.env.note_dependency(str(b.layout.root / DATA))
+        table = b.drifts.table
+        if not table.get("platforms"):
+            warn(f"drift-table: {DATA} is missing or empty; compute it with: python -m capture drift",
+                 self.get_location(), "drift")
+            return []
+        header = ["机器", "哪类数", "漂移", "来源", "成对次数", "95% 分位", "一次捕获内重复的范围（95% 分位）",
+                  "同一进程两个数之比的漂移"]
+        body = []
+        for plat, rows in table["platforms"].items():
+            label = b.short_label(plat) if plat in b.platforms() else plat
+            for k in KINDS:
+                r = rows.get(k) or {}
+                cells = [label, k, _x(r.get("drift")), SOURCE.get(r.get("source"), r.get("source") or ""),
+                         str(r.get("pairs", 0)), _x(r.get("p95")), _x(r.get("spread_p95")), _x(r.get("shared"))]
+                body.append([nodes.Text(c) for c in cells])
+        return [table_node("各台机器、各类数在两次捕获之间的漂移", header, body)]
