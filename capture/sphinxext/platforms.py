@@ -50,7 +50,10 @@ class PlatformTableDirective(SphinxDirective):
                 v = f.meta.get("versions", {})
                 fw = f.meta.get("framework")
                 if fw == "torch" and v.get("torch"):
-                    versions["PyTorch"] = v["torch"] + ("" if v.get("torch_matches_pin") is not False else f"（本书固定 {v.get('torch_pin')}）")
+                    notes = [] if v.get("torch_matches_pin") is not False else [f"本书固定 {v.get('torch_pin')}"]
+                    if v.get("threads"):  # torch's own default (macOS: the performance cores), what alike.py compares
+                        notes.append(f"{v['threads']} 个 CPU 线程")
+                    versions["PyTorch"] = v["torch"] + (f"（{'；'.join(notes)}）" if notes else "")
                 for name, label in (("burn", "burn"), ("candle-core", "candle")):
                     if fw == label and v.get(name):
                         versions[label] = v[name]
