@@ -25,6 +25,8 @@ from .share import report_share
 from .snippet import SnippetDirective
 from .tables import RecordsTableDirective
 from .terms import check_terms, report_unused
+from . import words
+from .words import check_comparisons
 
 STATIC = Path(__file__).resolve().parent / "static"
 
@@ -44,6 +46,7 @@ def setup(app):
     # sentences naming a backend / OS / device outside scoped blocks must be listed here (capture/sphinxext/terms.py)
     app.add_config_value("book_scope_allow", "", "env")
     app.add_config_value("book_scope_pages", [], "env")  # the reader pages it applies to
+    words.add_config(app)  # book_words_pending: reader pages being rewritten, where the word checks only log
     app.add_directive("snippet", SnippetDirective)
     snippet.setup(app)  # which files pages show, for provenance
     app.add_directive("output", OutputDirective)
@@ -65,6 +68,7 @@ def setup(app):
     app.connect("doctree-resolved", check_code_blocks)
     app.connect("doctree-resolved", check_terms)
     app.connect("doctree-resolved", check_tab_depth)
+    app.connect("doctree-resolved", check_comparisons)
     app.connect("build-finished", report_unused)
     app.connect("build-finished", copy_provenance)
     app.connect("build-finished", report_share)

@@ -16,6 +16,7 @@ from capture.claims import WhereError, judge, parse_where
 from capture.manifest import ManifestError
 from capture.query import QueryError
 from capture.sphinxext.common import SCOPE, book, depend, differs_option, logger, notice, reader_why, scoped, warn
+from capture.sphinxext.words import report
 
 
 class ClaimDirective(SphinxDirective):
@@ -62,7 +63,7 @@ class ClaimDirective(SphinxDirective):
                 warn(f"claim not supported on {v.platform} ({devices}): {expr} — {v.why}", where, "claim")
             if v.undecided:
                 if v.expected:
-                    logger.info(f"claim cannot be decided on {v.platform} ({devices}): {v.why}", location=where)
+                    self.undecided(v, devices, expr, where)
                 kind, text = "undecided", f"≈ {short}（{devices}）：说不清"
             elif v.holds is None:
                 kind, text = "unknown", f"？ {short}（{devices}）：未能核对"
@@ -81,6 +82,19 @@ class ClaimDirective(SphinxDirective):
         box["classes"].append("book-claim-failed" if failed else "book-claim-checked")
         box.extend(claim_marks(counts, other, stale, lines))
         return [box]
+
+    def undecided(self, v, devices: str, expr: str, where) -> None:
+        """The body asserts; where it is expected and the data cannot tell, a reader page must not assert it
+        (capture/sphinxext/words.py; docs/dev/authoring.md says what to do instead)."""
+        app, docname = self.env.app, self.env.docname
+        if docname not in app.config.book_scope_pages:
+            logger.info(f"claim cannot be decided on {v.platform} ({devices}): {v.why}", location=where)
+            return
+        report(app, docname,
+               f"claim asserts what the data cannot tell on {v.platform} ({devices}): {expr} — {v.why}. Claim what "
+               "the data decide (for 'about the same': a < 4 * b and b < 4 * a), narrow :where: to the machines where "
+               "it is decided, or take the sentence out of the claim and let {cmp} say 说不清",
+               where, "claim")
 
 
 def claim_marks(counts: dict, other: list, stale: bool, lines: list) -> list[nodes.Node]:

@@ -238,8 +238,11 @@ def value_node(env, b: Book, ans: Answer, text: str, rawtext: str = "") -> nodes
     raw = getattr(ans.value, "v", ans.value)
     # a recorded text (an error message, a word) is shown as the program wrote it: code
     child = nodes.literal(text, text) if isinstance(raw, str) and raw == text else nodes.Text(text)
+    from capture.sphinxext.words import measured
+
+    classes = ["book-num", f"book-plat-{ans.platform}"] + (["book-measured"] if measured(ans.value) else [])
     ref = nodes.reference(rawtext, "", child, refuri=fragment_href(env, ans.platform, st.key), reftitle=title,
-                          classes=["book-num", f"book-plat-{ans.platform}"])
+                          classes=classes)
     ref["support_smartquotes"] = False  # data shows as recorded: "x" stays "x", not “x”
     return ref
 

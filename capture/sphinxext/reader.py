@@ -161,9 +161,10 @@ _WORDS = {"yes": "是", "no": "否", "cannot tell": "说不清"}
 _TAG = re.compile(r"^\{(?P<tags>[^}]*)\}: ")
 
 
-def _num(text: str, unit: str | None) -> str:
+def _num(text: str, unit: str | None, style: str = "") -> str:
+    """A number of a verdict's why (12 digits: capture/query.py `exact`) rounded once, as a table cell shows it."""
     try:
-        return fmt_value(Value(float(text), unit or ""))
+        return fmt_value(Value(float(text), unit or ""), style=style)
     except ValueError:
         return text
 
@@ -176,7 +177,8 @@ def _side(text: str) -> tuple[str, bool]:
     val = m["val"]
     if val.startswith("'"):
         return "", True
-    out = _num(m["n"], m["unit"])
+    style = "ratio" if " / " in m["expr"] and not m["unit"] else ""  # as {num}`a / b | ratio` shows it: 2.1 倍
+    out = _num(m["n"], m["unit"], style)
     if m["lo"] is not None:
         out += f"（几次在 {_num(m['lo'], m['unit'])} 到 {_num(m['hi'], m['unit'])} 之间）"
     factor = re.match(r"^(?P<k>[0-9.]+) \* ", m["expr"])

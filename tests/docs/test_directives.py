@@ -489,3 +489,87 @@ def test_cmp_mistakes_fail_the_strict_build(site, tmp_path, role, expected):
     (site.root / "docs/index.md").write_text(f"# 页\n\n{role}\n")
     code, err, _ = build(site.root, tmp_path)
     assert code != 0 and "index.md" in err and expected in err, err
+
+
+def build_log(root: Path, tmp: Path):
+    """A strict build that keeps the info lines (the pending pages' findings are printed there)."""
+    r = subprocess.run(
+        [sys.executable, "-m", "sphinx", "-W", "-n", "--keep-going", "-b", "html", "-c", str(root), str(root / "docs"),
+         str(tmp / "html")], capture_output=True, text=True)
+    return r.returncode, r.stdout + r.stderr
+
+
+def reader_page(site, body: str, pending: bool = False) -> None:
+    conf = site.root / "conf.py"
+    conf.write_text(CONF.format(root=str(site.root)) + 'book_scope_pages = ["index"]\n'
+                    + ('book_words_pending = ["index"]\n' if pending else ""))
+    (site.root / "docs/index.md").write_text(f"# 页\n\n::::{{per-platform}} all\n{body}\n::::\n")
+
+
+RETURNED, SYNCED = "{num}`median(measure@cpu:t.returned)`", "{num}`median(measure@cpu:t.synced)`"
+
+
+@pytest.mark.parametrize("sentence", [
+    f"同步用了 {SYNCED}，比返回的 {RETURNED} 还长。",
+    f"返回只要 {RETURNED}，同步要 {SYNCED}，慢了三个数量级。",
+    f"返回 {RETURNED} 不到同步 {SYNCED} 的一半。",
+])
+def test_a_hand_written_comparison_beside_two_measured_figures_fails(site, tmp_path, sentence):
+    reader_page(site, sentence)
+    code, err, _ = build(site.root, tmp_path)
+    assert code != 0 and "index.md" in err and "hand-written comparison" in err and "{cmp}" in err, err
+
+
+def test_comparisons_from_cmp_and_single_figures_pass(site, tmp_path):
+    reader_page(site, f"返回用了 {RETURNED}，同步用了 {SYNCED}：{{cmp}}`median(measure@cpu:t.returned) vs "
+                      f"median(measure@cpu:t.synced) | a=返回, b=同步`。\n\n同步比返回慢，要 {SYNCED}。")
+    code, err, _ = build(site.root, tmp_path)
+    assert code == 0, err  # words inside {cmp} come from the records; one figure is not a comparison of two
+
+
+def test_a_pending_page_only_reports_in_the_log(site, tmp_path):
+    reader_page(site, f"同步用了 {SYNCED}，比返回的 {RETURNED} 还长。", pending=True)
+    code, log = build_log(site.root, tmp_path)
+    assert code == 0, log
+    assert "words pending (index): hand-written comparison «比返回的" in log
+    assert "index has 1 finding(s)" in log
+
+
+def test_a_claim_that_the_data_cannot_tell_must_not_assert_on_a_reader_page(site, tmp_path):
+    reader_page(site, f":::{{claim}} {UNDECIDED}\n:where: cpu\n同步后的时间是返回时的六百倍以上。\n:::")
+    code, err, _ = build(site.root, tmp_path)
+    assert code != 0 and "index.md" in err and "claim asserts what the data cannot tell on linux-x86_64-cpu" in err, err
+    reader_page(site, f":::{{claim}} {UNDECIDED}\n:where: cpu\n同步后的时间是返回时的六百倍以上。\n:::", pending=True)
+    code, log = build_log(site.root, tmp_path / "pending")
+    assert code == 0 and "words pending (index): claim asserts what the data cannot tell" in log, log
+    # what the data decide may be asserted
+    reader_page(site, ":::{claim} median(measure@cpu:t.synced) > 100 * median(measure@cpu:t.returned)\n"
+                      ":where: cpu\n同步后的时间是返回时的一百倍以上。\n:::")
+    code, err, _ = build(site.root, tmp_path / "decided")
+    assert code == 0, err
+
+
+def test_a_table_cell_and_the_claims_evidence_round_one_value_alike(site, tmp_path):
+    frag = site.fragments / "linux-x86_64-cpu/measure@cpu.json"
+    meta = json.loads(frag.read_text())
+    for r in meta["records"]:
+        if r["name"] == "t.returned":
+            r["value"] = 0.00023949  # 239.49 µs: rounded to 4 digits first it became 240 µs
+    frag.write_text(json.dumps(meta))
+    (site.root / "docs/index.md").write_text("""# 页
+
+```{records-table} 比较
+:rows: 测量 = measure@cpu
+:columns: 返回 = median({row}:t.returned)
+```
+
+:::{claim} median(measure@cpu:t.returned) < 0.5 * median(measure@cpu:t.synced)
+返回得早。
+:::
+""")
+    code, err, out = build(site.root, tmp_path)
+    assert code == 0, err
+    doc = page(out)
+    shown = cell(doc.find_all("table", "book-records-table")[0], "返回", 0)
+    evidence = doc.find_all(cls="book-claim-marks")[0].text()
+    assert shown == "239\u00a0µs" and shown in evidence and "240" not in evidence, evidence

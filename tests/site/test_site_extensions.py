@@ -390,3 +390,28 @@ def test_a_fold_names_what_it_holds():
     assert fold_label([box("book-output-wrapper", "book-output")]) == "输出和来历"
     assert fold_label([box("book-claim")]) == "断言"
     assert fold_label([nodes.paragraph("", "text")]) == "更多"
+
+VARIANTS = """\
+[[term]]
+zh = "即时执行"
+en = "eager execution"
+at = "p-eager"
+says = "调用时就执行。"
+variants = ["eager"]
+"""
+
+
+@pytest.mark.parametrize("pending", [False, True])
+def test_one_term_per_idea_a_variant_only_in_parentheses_after_the_term(tmp_path, pending):
+    conf = 'book_terms = "terms.toml"\nbook_scope_pages = ["index"]\n' + ('book_words_pending = ["index"]\n' if pending else "")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "terms.toml").write_text(VARIANTS, encoding="utf-8")
+    pages = {"index.md": "# 首页\n\n(p-eager)=\n## 即时执行\n\n即时执行（eager）：别处这样叫它。代码 `eager` 不算，eagerly 也不算。\n\n"
+                         "这一句又写 eager，是同一个意思的第二个名字。\n"}
+    rc, log = build(tmp_path / "src", tmp_path / "out", ["capture.sphinxext.site.glossary"], conf, pages)
+    assert log.count("is another name for «即时执行»") == 1, log  # the parenthesis, the code span, eagerly: not findings
+    assert "index.md:8" in log and "write «即时执行»" in log
+    if pending:  # a page being rewritten: reported in the log, the build passes
+        assert rc == 0 and "words pending (index)" in log and "index has 1 finding(s)" in log, log
+    else:
+        assert rc != 0 and "WARNING: «eager» is another name" in log, log

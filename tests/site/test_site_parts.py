@@ -486,3 +486,26 @@ def test_bytes_quoted_from_an_output_keep_its_decimal_unit():
 
     assert fmt_value(Value(9699730.0, "B")) == "9.25\u00a0MiB"
     assert fmt_value(Value(9699730.0, "B"), style="decimal") == "9.7\u00a0MB"
+
+
+@pytest.mark.parametrize("value, unit, cell", [
+    (0.00023949, "s", "239\u00a0µs"),  # rounded twice (4 digits, then 3) it read 240 µs beside the table's 239 µs
+    (0.0496449, "s", "49.6\u00a0ms"),
+    (0.0368501, "s", "36.9\u00a0ms"),
+    (6.41499e-05, "s", "64.1\u00a0µs"),
+    (0.00134949, "s", "1.35\u00a0ms"),
+    (4.56499e-07, "s", "456\u00a0ns"),
+    (1048576.0, "", "1048576"),  # a count: exact, never «1049000»
+])
+def test_a_table_cell_and_its_evidence_print_one_value_the_same_way(value, unit, cell):
+    from capture.query import Evaluator
+    from capture.sphinxext.numbers import render_value
+    from capture.sphinxext.reader import reason
+
+    recs = {"x": [{"name": "x", "value": value, "unit": unit}], "y": [{"name": "y", "value": value * 100, "unit": unit}]}
+    ev = Evaluator(lambda ref: recs[ref.name])
+    shown = render_value(ev.eval("median(a@cpu:x)"), {})  # how {num} and a {records-table} cell print it
+    assert shown == cell
+    question = "median(a@cpu:x) < 2 * median(a@cpu:y)"
+    evidence = reason(ev.eval(question).why)  # how a claim's evidence prints the same value
+    assert shown in evidence, evidence

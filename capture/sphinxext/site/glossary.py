@@ -6,6 +6,10 @@
   term does not appear, is a warning (the search ranks that page first for the term: search.py).
 - On the reader pages (`book_scope_pages` and the appendix), a word of a term's `avoid` list in the prose
   (code left out) is a warning that names the page, the line and the word to write instead.
+- One term per idea: a term's `variants` (other names for the same idea, e.g. «eager» for 即时执行) may appear on
+  a reader page only in parentheses right after the term, where the page tells the reader the other name
+  (「即时执行（eager）」); anywhere else it is a finding (capture/sphinxext/words.py: a warning, or a log line
+  on a page in `book_words_pending`).
 - The same file feeds the Chinese tokenizer (zhsearch.py) and the search's ranking (search.py).
 """
 
@@ -35,13 +39,23 @@ class Term:
     says: str
     avoid: tuple[str, ...] = ()
     line: int = 0
+    variants: tuple[str, ...] = ()  # other names for the idea: only in parentheses right after the term
 
     def patterns(self) -> list[tuple[str, re.Pattern]]:
         """(as written in the file, compiled) for each avoided word: `re:` prefixes a regular expression."""
-        out = []
-        for a in self.avoid:
-            out.append((a, re.compile(a[3:] if a.startswith("re:") else re.escape(a))))
-        return out
+        return [(a, _compile(a)) for a in self.avoid]
+
+    def variant_patterns(self) -> list[tuple[str, re.Pattern]]:
+        return [(a, _compile(a)) for a in self.variants]
+
+
+def _compile(word: str) -> re.Pattern:
+    """`re:` prefixes a regular expression; a Latin word matches as a whole word (eager, not eagerly)."""
+    if word.startswith("re:"):
+        return re.compile(word[3:])
+    if word.isascii():
+        return re.compile(rf"(?<![A-Za-z0-9_.\-]){re.escape(word)}(?![A-Za-z0-9_\-])")
+    return re.compile(re.escape(word))
 
 
 @dataclass(frozen=True)
@@ -68,12 +82,15 @@ def load(path: Path) -> Terms:
         for key in ("zh", "en", "at", "says"):
             if not str(entry.get(key, "")).strip():
                 raise TermsError(f"{path}: term {i + 1} ({entry.get('zh', '?')}) has no {key!r}")
-        avoid = entry.get("avoid", [])
-        if not isinstance(avoid, list) or not all(isinstance(a, str) for a in avoid):
-            raise TermsError(f"{path}: term {entry['zh']}: avoid is a list of strings")
-        term = Term(entry["zh"], entry["en"], entry["at"], entry["says"], tuple(avoid), lines[i] if i < len(lines) else 0)
+        avoid, variants = entry.get("avoid", []), entry.get("variants", [])
+        for name, words in (("avoid", avoid), ("variants", variants)):
+            if not isinstance(words, list) or not all(isinstance(a, str) and a for a in words):
+                raise TermsError(f"{path}: term {entry['zh']}: {name} is a list of strings")
+        term = Term(entry["zh"], entry["en"], entry["at"], entry["says"], tuple(avoid), lines[i] if i < len(lines) else 0,
+                    tuple(variants))
         try:
             term.patterns()
+            term.variant_patterns()
         except re.error as e:
             raise TermsError(f"{path}: term {entry['zh']}: avoid pattern: {e}") from None
         terms.append(term)
@@ -137,7 +154,9 @@ class GlossaryDirective(SphinxDirective):
             english["lang"] = "en"  # the English name, on purpose
             cells = [nodes.strong(text=term.zh), english, ref, nodes.inline("", "", *with_code(term.says))]
             if authors:
-                cells.append(nodes.Text("、".join(a.removeprefix("re:") for a in term.avoid) or "—"))
+                said = [a.removeprefix("re:") for a in term.avoid] + \
+                    [f"{v.removeprefix('re:')}（只在「{term.zh}（…）」的括号里）" for v in term.variants]
+                cells.append(nodes.Text("、".join(said) or "—"))
             for c in cells:
                 row += nodes.entry("", nodes.paragraph("", "", c))
             tbody += row
@@ -182,9 +201,8 @@ def check_avoided(app: Sphinx, doctree, docname: str) -> None:
     if not _reader_page(app, docname):
         return
     terms = book_terms(app).terms
+    check_variants(app, doctree, docname, terms)
     pats = [(term, written, pat) for term in terms for written, pat in term.patterns()]
-    if not pats:
-        return
     seen = set()
     for text, para in _prose_texts(doctree):
         s = text.astext()
@@ -200,6 +218,28 @@ def check_avoided(app: Sphinx, doctree, docname: str) -> None:
             logger.warning(f"«{m.group(0)}» is not a word this book uses ({app.config.book_terms}: {term.zh!r} avoids "
                            f"{written!r}): write «{term.zh}», or change the term list", location=where,
                            type="book", subtype="terms")
+
+
+def check_variants(app: Sphinx, doctree, docname: str, terms) -> None:
+    """One term per idea: a variant only right after its term, in parentheses (「即时执行（eager）」)."""
+    from capture.sphinxext.words import report
+
+    pats = [(term, written, pat) for term in terms for written, pat in term.variant_patterns()]
+    seen = set()
+    for text, para in _prose_texts(doctree):
+        s = text.astext()
+        for term, written, pat in pats:
+            for m in pat.finditer(s):
+                if s[:m.start()].endswith((f"{term.zh}（", f"{term.zh}(")):
+                    continue  # the page names the other name once, beside the term
+                where = para if para is not None and para.line else text.parent
+                key = (id(where), written)
+                if key in seen:
+                    continue
+                seen.add(key)
+                report(app, docname, f"«{m.group(0)}» is another name for «{term.zh}» ({app.config.book_terms}: "
+                       f"variants of {term.zh!r}): one term per idea, write «{term.zh}» (the other name may follow it "
+                       f"once in parentheses: 「{term.zh}（{m.group(0)}）」)", where, "terms")
 
 
 def _found(env) -> dict[str, str]:
@@ -244,7 +284,10 @@ def check_at(app: Sphinx, env) -> None:
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
+    from capture.sphinxext import words
+
     app.add_config_value("book_terms", "", "env")
+    words.add_config(app)  # variants are reported through capture/sphinxext/words.py
     app.add_directive("glossary-table", GlossaryDirective)
     app.connect("doctree-resolved", check_avoided)
     app.connect("doctree-read", note_terms)
