@@ -93,7 +93,7 @@ def measured(value) -> bool:
 
     if isinstance(value, Range):
         return is_measured(value.unit)
-    return bool(getattr(value, "noise", 0))
+    return bool(getattr(value, "drift", 0))  # issue31 renamed Value.noise to Value.drift (capture/query.py)
 
 
 def _tokens(node, out: list) -> list:
