@@ -259,7 +259,7 @@ def table(root: Path) -> dict:
             factor, source = (math.exp(max(logs)), source) if logs else (DEFAULT, "default")
             shared, _ = kd.basis(shared=True)
             rows[k] = {
-                "drift": _up(factor),
+                "drift": _up(factor) if logs else DEFAULT,
                 # the ratio of two such records from the same process, where it moved less than two drifts
                 "shared": _up(math.exp(max(shared))) if shared and math.exp(max(shared)) < factor ** 2 else None,
                 "shared_pairs": len(shared),

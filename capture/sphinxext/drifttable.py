@@ -22,7 +22,7 @@ SOURCE = {"re-runs": "同一程序重跑", "re-runs and changed inputs": "重跑
 
 
 def _x(v) -> str:
-    return f"×{v:.3g}" if v else "—"
+    return f"×{v:.4g}" if v else "—"
 
 
 class DriftTableDirective(SphinxDirective):
