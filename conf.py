@@ -165,7 +165,7 @@ book_scope_pages = ["index", "eager", "design"]
 # a claim asserting what its data cannot tell, and a term's variant (docs/terms.toml) are warnings. Pages being
 # rewritten are listed here: their findings are only printed in the build log ("words pending (page): ...");
 # a page leaves the list when the log says it has none.
-book_words_pending = ["design"]
+book_words_pending = []
 
 # -- Recorded words in a sentence ({num} of an outcome record: capture/sphinxext/numbers.py) ------------------
 # A program records what happened in its own short words; a sentence shows the reader's words instead, the recorded
