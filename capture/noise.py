@@ -178,6 +178,9 @@ def history(root: Path) -> list[PlatformReport]:
             for k in base_book.store.keys(plat):
                 key = FragmentKey.parse(k)
                 meta = metas.get(k)
+                cur = base_book.fragment(plat, key)
+                if meta and cur is not None and meta.get("device") != (cur.meta or {}).get("device"):
+                    meta = None  # another device then (burn's GPU role on Vulkan before CUDA): not a re-capture
                 book._frags[(plat, key)] = Fragment(plat, k, "", meta) if meta else None
             rep.states += 1
             for where, o in evaluate(book, exprs, plat).items():

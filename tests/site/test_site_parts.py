@@ -528,7 +528,7 @@ def test_each_chart_has_one_caption(site):
             checked += 1
             assert body.count('class="book-chart-caption"') == 1, f"{page.name}: {body.count('book-chart-caption')} captions"
             assert 'class="book-chart-caption"' not in tail.split("</div>")[0], f"{page.name}: a caption after the chart's details"
-    assert checked >= 2, "no data chart built: the test would prove nothing"
+    assert checked >= 1, "no data chart built: the test would prove nothing"  # the rewritten chapters draw one (eager)
 
 
 @pytest.mark.parametrize("value, unit, cell", [
