@@ -9,7 +9,7 @@
     nox -s serve                                                     live preview while writing
 
 The sessions run on a Python that every locked wheel exists for (pyproject.toml's classifiers), found
-or fetched by uv when the one running nox is not (capture/pythons.py).
+or fetched by uv when the one running nox is not (capture/toolchains/pythons.py).
 """
 
 import os
@@ -21,8 +21,8 @@ import nox
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
-from capture import pythons  # noqa: E402  (stdlib only)
-from capture.hosts import OTHER_HOST_EXIT  # noqa: E402  (stdlib only)
+from capture.toolchains import pythons  # noqa: E402  (stdlib only)
+from capture.machines.hosts import OTHER_HOST_EXIT  # noqa: E402  (stdlib only)
 
 nox.needs_version = ">=2026.10.20"
 nox.options.default_venv_backend = "uv"
@@ -53,7 +53,7 @@ def install(session, extras=(), groups=()):
 def regenerate(session):
     """Build and run the experiments this machine can run; capture their output into docs/_fragments."""
     install(session, ["run"])
-    # another machine's platform detected here: nothing is captured, the site still builds (capture/hosts.py)
+    # another machine's platform detected here: nothing is captured, the site still builds (capture/machines/hosts.py)
     session.run("python", "-m", "capture", "regenerate", *session.posargs, success_codes=[0, OTHER_HOST_EXIT])
 
 
@@ -87,14 +87,14 @@ def lint(session):
     """ruff for the Python code; rustfmt, clippy (burn's Metal path included) and cargo test for the crates."""
     install(session, [], ["lint"])
     session.run("ruff", "check", ".")
-    session.run("python", "-m", "capture.lint")
+    session.run("python", "-m", "capture.commands.lint")
 
 
 @nox.session(python=PYTHON.python, default=False)
 def compare(session):
     """Run chosen experiments on this machine (a scratch store, never docs/_fragments); print their figures beside each captured platform's."""
     install(session, ["run"])
-    session.run("python", "-m", "capture.compare", *session.posargs)
+    session.run("python", "-m", "capture.commands.compare", *session.posargs)
 
 
 @nox.session(python=PYTHON.python, default=False)

@@ -1,7 +1,7 @@
 import sys
 
 try:
-    from capture.cli import main
+    from capture.commands.cli import main
 
     sys.exit(main())
 except KeyboardInterrupt:  # Ctrl-C while starting (imports, argument parsing): nothing was read or written yet

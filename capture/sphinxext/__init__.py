@@ -1,7 +1,8 @@
 """Sphinx wiring for the capture engine: directives and roles that read fragments.
 
-Only this subpackage imports Sphinx; the core (capture.*) does not. Each module here is one
-directive family; this file only registers them.
+Only this subpackage imports Sphinx; the core rooms do not. It is the top room (capture.ROOMS) and
+only reads: it may use system, storage, machines, plan, toolchains and evidence, never running or
+commands. Each module here is one directive family; this file only registers them.
 """
 
 from pathlib import Path

@@ -10,7 +10,7 @@
 The chart is drawn once per captured platform that holds every fragment it reads (tabs, the
 book's platform order); `:platform: KEY` draws one. Template functions: value(expr, style=""),
 holds(expr) (true only when the data say yes), fails(expr) (true only when they say no), platform (the
-machine's name). Where a verdict cannot be decided (capture/verdict.py) the caption says so, with its reason;
+machine's name). Where a verdict cannot be decided (capture/evidence/verdict.py) the caption says so, with its reason;
 write `{% if holds(e) %}…{% elif fails(e) %}…{% else %}…{% endif %}` to draw that case as a branch of its own. Each drawing is a sphinxcontrib-mermaid
 node, drawn like any other mermaid chart (capture/sphinxext/site/mermaid.py).
 
@@ -34,10 +34,10 @@ from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
 
-from capture.controls import visible
-from capture.keys import FragmentKey, KeyError_, check_platform_key
-from capture.manifest import ManifestError
-from capture.query import QueryError, parse_refs
+from capture.evidence.controls import visible
+from capture.storage.keys import FragmentKey, KeyError_, check_platform_key
+from capture.plan.manifest import ManifestError
+from capture.evidence.query import QueryError, parse_refs
 from capture.sphinxext.common import (book, depend, differs_option, fragment_href, logger, notice, platform_tabs,
                                      reader_why, report_answer, warn)
 from capture.sphinxext.numbers import render_value, split_style
@@ -88,7 +88,7 @@ class _Fill:
         return val
 
     def holds(self, expr: str) -> bool:
-        """True only when the data say yes (capture/verdict.py); a "cannot tell" is False here and told in the caption."""
+        """True only when the data say yes (capture/evidence/verdict.py); a "cannot tell" is False here and told in the caption."""
         return self._verdict(expr, "holds") is True
 
     def fails(self, expr: str) -> bool:

@@ -1,6 +1,6 @@
 """{claim} expression: the sentence in the body, with a mark per platform saying whether the data bear it out.
 
-Options: :where: where the claim is expected to hold (see capture/claims.py; default all);
+Options: :where: where the claim is expected to hold (see capture/evidence/claims.py; default all);
 :platform: KEY — check it there only, and read the body's figures from there.
 Inside a {per-platform} block it is checked on that block's platform only.
 """
@@ -11,10 +11,10 @@ from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
 
-from capture.book import WARN
-from capture.claims import WhereError, judge, parse_where
-from capture.manifest import ManifestError
-from capture.query import QueryError
+from capture.evidence.book import WARN
+from capture.evidence.claims import WhereError, judge, parse_where
+from capture.plan.manifest import ManifestError
+from capture.evidence.query import QueryError
 from capture.sphinxext.common import SCOPE, book, depend, differs_option, logger, notice, reader_why, scoped, warn
 from capture.sphinxext.words import report
 

@@ -1,7 +1,7 @@
 """Shared plumbing for the fragment directives: the Book of this build, scope, warnings, notices, tabs.
 
 The decisions (which platform, fresh or stale, warning or note, which command fixes it) are
-made by capture.book / capture.claims; this module only turns their answers into nodes and
+made by capture.evidence.book / capture.evidence.claims; this module only turns their answers into nodes and
 log lines, the same way for every directive.
 """
 
@@ -12,9 +12,10 @@ from pathlib import Path
 from docutils import nodes
 from sphinx.util import logging
 
-from capture import cudacompiler
-from capture.book import NOTE, WARN, Answer, Book, FragmentState
-from capture.keys import FragmentKey
+from capture.toolchains import cudacompiler
+from capture.evidence.book import NOTE, WARN, Answer, Book, FragmentState
+from capture.storage.keys import FragmentKey
+from capture.sphinxext.freshness import book_root, note_page
 
 logger = logging.getLogger("capture")
 
@@ -29,21 +30,18 @@ STATE_TEXT = {
 
 
 def book(env) -> Book:
-    from capture.sphinxext.freshness import note_page
-
     if env.temp_data.get("docname"):
         note_page(env)
     app = env.app
     if getattr(app, "_capture_book", None) is None:
-        root = Path(app.config.book_root or app.confdir).resolve()
-        app._capture_book = Book(root, list(app.config.book_platforms), _local(app))
+        app._capture_book = Book(book_root(app), list(app.config.book_platforms), _local(app))
     return app._capture_book
 
 
 def _local(app):
     """This machine, whose own stale or missing fragments fail a strict build ("none": no machine)."""
-    from capture.identity import Identity, of_machine
-    from capture.platform import detect, machine_record
+    from capture.machines.identity import Identity, of_machine
+    from capture.machines.platform import detect, machine_record
 
     key = app.config.book_local_platform
     if key == "none":
@@ -105,7 +103,7 @@ class scoped:
 # -- dependencies ----------------------------------------------------------------------------
 def depend(env, b: Book, keys, platforms=None) -> None:
     """Re-read the page when these fragments (on any platform) or their sources change."""
-    from capture.inputs import source_files
+    from capture.plan.inputs import source_files
 
     env.note_dependency(str(b.layout.manifest))
     for key in keys:
@@ -139,7 +137,7 @@ def report_state(st: FragmentState, location, what: str) -> None:
 
 def differs_option(text: str | None) -> tuple[str, ...]:
     """`:differs: threads, caches` -> ("threads", "caches"); an unknown condition is a ValueError."""
-    from capture.alike import CONDITIONS
+    from capture.evidence.alike import CONDITIONS
 
     words = tuple(w.strip() for w in (text or "").replace(",", " ").split() if w.strip())
     bad = [w for w in words if w not in CONDITIONS]
@@ -163,7 +161,7 @@ def report_answer(ans: Answer, location, what: str) -> None:
 
 
 def reader_why(why: str) -> str:
-    """A verdict's reason (capture/query.py, English) as the reader's sentence (capture/sphinxext/reader.py)."""
+    """A verdict's reason (capture/evidence/query.py, English) as the reader's sentence (capture/sphinxext/reader.py)."""
     from capture.sphinxext.reader import reason
 
     text = reason(why)
@@ -271,7 +269,7 @@ PLATFORM_OPTIONS = ("platform", "except")
 def platform_choice(options: dict) -> tuple[str | None, tuple[str, ...]]:
     """`:platform: KEY` (that machine only: the one shown in the reading path) and `:except: KEY[, KEY]` (every
     machine but those: the others, in the section's {evidence} fold), checked; both at once is an error."""
-    from capture.keys import KeyError_, check_platform_key
+    from capture.storage.keys import KeyError_, check_platform_key
 
     only = check_platform_key(options["platform"].strip(), ":platform:") if options.get("platform") else None
     others = tuple(check_platform_key(k.strip(), ":except:") for k in (options.get("except") or "").split(",") if k.strip())
@@ -298,7 +296,7 @@ def platform_tabs(items: list[tuple], classes=()) -> nodes.Node:
 
 
 def compiler_words(meta: dict) -> str:
-    """For burn on CUDA: which compiler made the kernels (build record, capture/cudacompiler.py), or ''."""
+    """For burn on CUDA: which compiler made the kernels (build record, capture/toolchains/cudacompiler.py), or ''."""
     if meta.get("framework") != "burn" or meta.get("device") != "cuda":
         return ""
     compiler = ((meta.get("versions") or {}).get("rust_build") or {}).get(cudacompiler.KEY)

@@ -6,10 +6,10 @@
         -> 分不出 candle 和 burn 哪个快（说不清）
 
 The direction is decided by the engine that decides claims: the role evaluates `(A) < (B)` and
-`(A) > (B)` through capture/book.py (capture/query.py's comparisons, capture/verdict.py's rule),
+`(A) > (B)` through capture/evidence/book.py (capture/evidence/query.py's comparisons, capture/evidence/verdict.py's rule),
 so a page cannot call the shorter time the longer one, and a comparison the rule cannot decide
 says so instead of picking a side. The size is the ratio (A) / (B) evaluated the same way and
-formatted by capture/fmt.py, in words that equal the number ("是 B 的 31%", "是 B 的 3.2 倍"; below
+formatted by capture/evidence/fmt.py, in words that equal the number ("是 B 的 31%", "是 B 的 3.2 倍"; below
 10% the other way round, "B 的用时是 A 的 320 倍"). "说不清" does not mean "about the same": two timings
 1.9x apart can be undecided; so the words say that the data cannot tell which is faster.
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 from docutils import nodes
 from sphinx.util.docutils import SphinxRole
 
-from capture.fmt import fmt_value
+from capture.evidence.fmt import fmt_value
 from capture.sphinxext.common import book, depend, differs_option, reader_why, report_answer, stale_mark, value_node, warn
 from capture.sphinxext.numbers import na, scoped_platform, split_style
 

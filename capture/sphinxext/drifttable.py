@@ -1,4 +1,4 @@
-"""{drift-table}: the measured drift per machine and kind of figure, from docs/drift.json (capture/drift.py).
+"""{drift-table}: the measured drift per machine and kind of figure, from docs/drift.json (capture/evidence/drift.py).
 
     :::{drift-table}
     :::
@@ -14,7 +14,7 @@ from __future__ import annotations
 from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
-from capture.drift import DATA, KINDS
+from capture.evidence.drift import DATA, KINDS
 from capture.sphinxext.common import book, warn
 from capture.sphinxext.tables import table_node
 

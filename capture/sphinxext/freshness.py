@@ -2,7 +2,7 @@
 
 Sphinx re-reads a page when a file it noted as a dependency changes, but a fragment that did
 not exist at the last read (e.g. the first capture on a new platform) was never noted. So each
-page using a capture directive is noted (capture.sphinxext.common.book), and all of them are
+page using a capture directive is noted (capture.sphinxext.common.book calls note_page), and all of them are
 re-read whenever the list of fragment files or their metadata differ from the last build.
 The bookkeeping is the site's one helper for such inputs (capture/sphinxext/site/depends.py).
 """
@@ -11,13 +11,19 @@ from __future__ import annotations
 
 import hashlib
 
+from pathlib import Path
+
 from capture.sphinxext.site.depends import Dependency
+from capture.storage.paths import Layout
+
+
+def book_root(app) -> Path:
+    """The book a build reads: `book_root` in conf.py, else the folder of conf.py."""
+    return Path(app.config.book_root or app.confdir).resolve()
 
 
 def store_fingerprint(app) -> str:
-    from capture.sphinxext.common import book
-
-    root = book(app.env).layout.fragments
+    root = Layout(book_root(app)).fragments
     h = hashlib.sha256()
     if root.is_dir():
         for p in sorted(root.rglob("*.json")):

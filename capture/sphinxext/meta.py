@@ -11,9 +11,9 @@ from __future__ import annotations
 from docutils import nodes
 from sphinx.util.docutils import SphinxRole
 
-from capture.keys import FragmentKey, KeyError_
-from capture.controls import visible
-from capture.manifest import ManifestError
+from capture.storage.keys import FragmentKey, KeyError_
+from capture.evidence.controls import visible
+from capture.plan.manifest import ManifestError
 from capture.sphinxext.common import book, depend, fragment_href, report_state, stale_mark, warn
 from capture.sphinxext.numbers import na, scoped_platform
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from docutils import nodes
 from sphinx.util.docutils import SphinxRole
 
-from capture.fmt import fmt_value
+from capture.evidence.fmt import fmt_value
 from capture.sphinxext.common import book, depend, differs_option, report_answer, scope, stale_mark, value_node, warn
 
 NO_SCOPE = ("{role} names no platform: put the sentence in a {{per-platform}} block, give its claim a "
@@ -36,7 +36,7 @@ def split_style(text: str) -> tuple[str, dict]:
 
 def render_value(v, opts) -> str:
     if getattr(v, "v", 0) is None and getattr(v, "why", ""):
-        return "说不清"  # a verdict the measurements cannot decide (capture/verdict.py)
+        return "说不清"  # a verdict the measurements cannot decide (capture/evidence/verdict.py)
     style = "ratio" if opts.get("ratio") else "percent" if opts.get("percent") else "decimal" if opts.get("decimal") else ""
     digits = int(opts.get("digits", 3 if not opts.get("ratio") else 2))
     text = fmt_value(v, digits=digits, style=style)

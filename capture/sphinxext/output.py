@@ -30,10 +30,10 @@ from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
 
-from capture.controls import visible
-from capture.keys import FragmentKey, KeyError_
-from capture.manifest import ManifestError
-from capture.regions import RegionError, select_lines
+from capture.evidence.controls import visible
+from capture.storage.keys import FragmentKey, KeyError_
+from capture.plan.manifest import ManifestError
+from capture.plan.regions import RegionError, select_lines
 from capture.sphinxext import reader
 from capture.sphinxext.common import (
     awaiting_notice,
@@ -253,7 +253,7 @@ def more(b, st, env) -> nodes.Node:
     if build.get("rustc"):
         versions.append(build["rustc"].split(" (")[0].replace("rustc ", "rustc "))
     exp = b.experiment(key)
-    crate = exp.crate or exp.runs
+    crate = exp.build_crate
     feats = [f.split("/", 1)[1] for f in build.get("features") or [] if crate and f.startswith(crate + "/")]
     line = "版本：" + "，".join(versions) if versions else ""
     if feats:

@@ -15,9 +15,9 @@ from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
 
-from capture.fmt import with_unit
-from capture.keys import FragmentKey, KeyError_
-from capture.manifest import ManifestError
+from capture.evidence.fmt import with_unit
+from capture.storage.keys import FragmentKey, KeyError_
+from capture.plan.manifest import ManifestError
 from capture.sphinxext.common import book, depend, fragment_href, warn
 from capture.sphinxext.reader import FRAMEWORKS
 from capture.sphinxext.tables import table_node

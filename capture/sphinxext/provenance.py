@@ -13,8 +13,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from capture.keys import PLATFORM_KEY
-from capture.paths import PathError, contained
+from capture.storage.keys import PLATFORM_KEY
+from capture.storage.paths import PathError, contained
 from capture.sphinxext.common import book, logger
 from capture.sphinxext.snippet import shown_files
 

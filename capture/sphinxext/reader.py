@@ -1,9 +1,9 @@
 """What a reader sees, in Chinese: the machinery's answers (English, for logs and the command line) turned
 into the reader's words, and the two small nodes the pages need for that (a tooltip, a <details>).
 
-- `reproduce(ident, key)`: the steps that capture an output again, from capture/identity.py's steps;
-- `detail_words(detail)`: why a machine does not run something (capture/book.py, capture/regenerate.py);
-- `reason(why)`: a verdict's reason (capture/query.py) as a sentence with formatted values;
+- `reproduce(ident, key)`: the steps that capture an output again, from capture/machines/identity.py's steps;
+- `detail_words(detail)`: why a machine does not run something (capture/evidence/book.py, capture/running/regenerate.py);
+- `reason(why)`: a verdict's reason (capture/evidence/query.py) as a sentence with formatted values;
 - `figure_tip(...)`: the tooltip of a recorded figure: the machine, the device, what kind of figure;
 - `titled` (an inline with a title attribute) and `details` / `summary` (a block opened by a click).
 
@@ -16,8 +16,8 @@ import re
 
 from docutils import nodes
 
-from capture.fmt import NBSP, fmt_value
-from capture.query import Value
+from capture.evidence.fmt import NBSP, fmt_value
+from capture.evidence.query import Value
 
 FRAMEWORKS = {"torch": "PyTorch", "burn": "burn", "candle": "candle"}
 SIDES = {"cpu": "CPU 一侧", "gpu": "GPU 一侧"}
@@ -117,7 +117,7 @@ def plain(text: str) -> str:
 
 # -- reproduce ---------------------------------------------------------------------------------
 def reproduce(ident, exp: str, role: str) -> nodes.paragraph:
-    """「重现：在 … 上运行 `…`」 in the reader's words, one step per machine (capture/identity.py)."""
+    """「重现：在 … 上运行 `…`」 in the reader's words, one step per machine (capture/machines/identity.py)."""
     para = nodes.paragraph()
     para += nodes.Text("重现：")
     steps = ident.regenerate_steps([exp], [role])
@@ -143,7 +143,7 @@ _DETAILS = [
 
 
 def detail_words(detail: str) -> str:
-    """A state's detail (English, capture/book.py and the skip records) in the reader's words."""
+    """A state's detail (English, capture/evidence/book.py and the skip records) in the reader's words."""
     text = (detail or "").strip()
     for pattern, words in _DETAILS:
         m = pattern.search(text)
@@ -167,7 +167,7 @@ _MARGIN = re.compile(r"more than (?P<m>[0-9.]+)x")
 
 
 def _num(text: str, unit: str | None, style: str = "") -> str:
-    """A number of a verdict's why (12 digits: capture/query.py `exact`) rounded once, as a table cell shows it."""
+    """A number of a verdict's why (12 digits: capture/evidence/query.py `exact`) rounded once, as a table cell shows it."""
     try:
         return fmt_value(Value(float(text), unit or ""), style=style)
     except ValueError:
@@ -260,7 +260,7 @@ def _clause(text: str) -> str:
 
 
 def reason(why: str) -> str:
-    """capture/query.py's `why` as sentences: values formatted, expressions left out."""
+    """capture/evidence/query.py's `why` as sentences: values formatted, expressions left out."""
     text = (why or "").strip()
     if not text:
         return ""

@@ -22,9 +22,9 @@ from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
 
-from capture.claims import WhereError, check_known, parse_where, platform_matches
-from capture.keys import FragmentKey, KeyError_
-from capture.manifest import ManifestError
+from capture.evidence.claims import WhereError, check_known, parse_where, platform_matches
+from capture.storage.keys import FragmentKey, KeyError_
+from capture.plan.manifest import ManifestError
 from capture.sphinxext.common import book, platform_tabs, scoped, warn
 from capture.sphinxext.reader import tip
 

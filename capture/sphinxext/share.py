@@ -1,8 +1,8 @@
-"""At the end of a build: per platform, how many timing verdicts the data decide (capture/share.py)."""
+"""At the end of a build: per platform, how many timing verdicts the data decide (capture/evidence/share.py)."""
 
 from pathlib import Path
 
-from capture import share
+from capture.evidence import share
 
 from .common import book, logger
 
@@ -15,5 +15,5 @@ def report_share(app, exc) -> None:
     b = book(app.env)
     items = share.shares(b, Path(app.srcdir))
     if items:
-        logger.info("timing verdicts (capture/verdict.py; python -m capture status lists them too):\n"
+        logger.info("timing verdicts (capture/evidence/verdict.py; python -m capture status lists them too):\n"
                     + share.render(items))

@@ -1,6 +1,6 @@
 """{snippet} path[#region]: show a region of a real file from snippets/ or crates/, captioned with a link to it.
 
-The path goes through the path policy (capture.paths: inside snippets/ or crates/, symlinks
+The path goes through the path policy (capture.storage.paths: inside snippets/ or crates/, symlinks
 followed and kept inside). Each file shown is remembered per page, so that the site publishes
 exactly the files its pages show (capture.sphinxext.provenance). Every mistake (a bad path, a
 missing region, bad options) is a located warning of type "capture", never an exception.
@@ -14,8 +14,8 @@ from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
 
-from capture.paths import PathError
-from capture.regions import RegionError, extract
+from capture.storage.paths import PathError
+from capture.plan.regions import RegionError, extract
 from capture.sphinxext.common import book, logger
 
 LANG = {".py": "python", ".rs": "rust", ".toml": "toml"}

@@ -18,8 +18,8 @@ from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
 
-from capture.keys import FragmentKey, KeyError_
-from capture.manifest import ManifestError
+from capture.storage.keys import FragmentKey, KeyError_
+from capture.plan.manifest import ManifestError
 from capture.sphinxext.common import (book, depend, differs_option, platform_choice, report_answer, report_state,
                                      stale_mark, value_node, warn)
 from capture.sphinxext.numbers import render_value, split_style

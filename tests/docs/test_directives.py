@@ -148,7 +148,7 @@ def test_every_directive_builds_strictly(site, tmp_path):
     # each {num} sits in its sentence, tagged with the platform it came from
     para = next(p for p in doc.find_all("p") if "返回约" in p.text())
     nums = para.find_all(cls="book-num")
-    nbsp = "\u00a0"  # a number and its unit are joined by a no-break space (capture/fmt.py)
+    nbsp = "\u00a0"  # a number and its unit are joined by a no-break space (capture/evidence/fmt.py)
     assert [n.text() for n in nums] == [f"4{nbsp}µs", f"2–6{nbsp}ms", f"1000{nbsp}倍"]
     assert all("book-plat-linux-x86_64-cpu" in n.classes for n in nums)
     cores = __import__("os").cpu_count()

@@ -1,4 +1,4 @@
-"""The pages' verdicts against reality (capture/noise.py): on every committed state of each platform's own
+"""The pages' verdicts against reality (capture/evidence/noise.py): on every committed state of each platform's own
 fragments no verdict flips between yes and no; moved within the measured drift (docs/drift.json) none
 flips either; under extreme noise the expressions still evaluate and no yes turns into a no without a
 step of cannot tell. And the drift table is the one the fragments' history gives."""
@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from capture import drift, verdict
-from capture.book import Book
-from capture.noise import extreme, history, perturb, run, verdict_expressions, within_drift
-from capture.share import shares
+from capture.evidence import drift, verdict
+from capture.evidence.book import Book
+from capture.evidence.noise import extreme, history, perturb, run, verdict_expressions, within_drift
+from capture.evidence.share import shares
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -5,7 +5,7 @@ docs/dev/mac.md, and each row's last cell says how the synthetic Mac encodes it
 (tests/docs/mac_table.py reads it). The Mac's fragments are derived from the committed H200 ones
 with the machine and devices changed (MPS for torch, Metal for burn and candle), the experiments
 the manifest runs only on macOS added, those it does not run there left out, then every row's
-encoding applied, and all of it written through capture.store.Store (the code a real capture
+encoding applied, and all of it written through capture.storage.store.Store (the code a real capture
 writes with) into a temporary copy of the book; nothing is written under docs/_fragments/.
 
 The strict build must pass (no false claim, no comparison of unlike things, no machine-specific
@@ -28,10 +28,10 @@ from pathlib import Path
 
 import pytest
 
-from capture import fingerprint, identity
-from capture.platform import Platform
-from capture.roles import resolve
-from capture.store import Store
+from capture.machines import fingerprint, identity
+from capture.machines.platform import Platform
+from capture.machines.roles import resolve
+from capture.storage.store import Store
 from tests.docs import mac_table
 from tests.docs.dom import parse
 
@@ -70,7 +70,7 @@ MAC_PLATFORM = Platform(key=MAC, os="macos", arch="arm64", gpu="apple", gpu_name
 
 
 def skip_reason(exp, role: str) -> str | None:
-    """Why the Mac's regenerate would not run (exp, role), by the rules it plans with (capture/regenerate.py)."""
+    """Why the Mac's regenerate would not run (exp, role), by the rules it plans with (capture/running/regenerate.py)."""
     if exp.platforms and MAC_PLATFORM.os not in exp.platforms:
         return f"runs only on {', '.join(exp.platforms)}"
     res = resolve(MAC_PLATFORM, exp.framework, role, None, exp.gpu_device, None)
@@ -80,8 +80,8 @@ def skip_reason(exp, role: str) -> str | None:
 def derive(root: Path) -> tuple[dict[str, list], dict[str, str]]:
     """key -> [meta, text]: the H200's fragments as the Mac would write them, before the table's rows;
     and key -> reason for what the Mac does not run."""
-    from capture.manifest import load
-    from capture.paths import Layout
+    from capture.plan.manifest import load
+    from capture.storage.paths import Layout
 
     manifest = load(Layout(root).manifest)
     skipped = {f"{e.id}@{r}": why for e in manifest.experiments for r in e.roles if (why := skip_reason(e, r))}
@@ -107,8 +107,8 @@ def derive(root: Path) -> tuple[dict[str, list], dict[str, str]]:
 
 
 def mac_only(root: Path, manifest, frags: dict[str, list]) -> dict[str, list]:
-    from capture import inputs
-    from capture.paths import Layout
+    from capture.plan import inputs
+    from capture.storage.paths import Layout
 
     layout = Layout(root)
     template = frags["candle-panics@gpu"][0]
@@ -358,7 +358,7 @@ def test_verdict_matrices_show_where_the_machines_differ(three):
     row = matrix_row(eager, "GPU 上的下标越界", "仍然失败")
     assert row["H200 · GPU"].startswith("是") and row["M2 Max · GPU"].startswith("否")
     design = parse((out / "design.html").read_text(encoding="utf-8"))
-    # timing rows: the drafts' Mac where its numbers are far enough apart to decide (capture/verdict.py)
+    # timing rows: the drafts' Mac where its numbers are far enough apart to decide (capture/evidence/verdict.py)
     mlp = matrix_row(design, "随机器而变", "MLP 训练步（每步读回），candle 比 burn 快")
     # burn 0.67-0.77 ms against candle 1.36-1.53 ms (three processes): the drafts conclude burn is about twice
     # as fast, the 2x margin cannot tell (docs/dev/mac.md, P13); never "candle faster"
@@ -418,7 +418,7 @@ def test_the_drafts_mac_behaviours_are_told_for_the_mac_only(three):
 
 
 def test_no_verdict_flips_under_the_noise_test_with_the_mac(three):
-    from capture.noise import run
+    from capture.evidence.noise import run
 
     root, _, _, _ = three
     reports = run(root, seeds=10)

@@ -8,11 +8,11 @@ import subprocess
 import textwrap
 from pathlib import Path
 
-from capture.manifest import load
-from capture.paths import Layout
-from capture.platform import Platform
-from capture.regenerate import Options, regenerate
-from capture.store import Store
+from capture.plan.manifest import load
+from capture.storage.paths import Layout
+from capture.machines.platform import Platform
+from capture.running.regenerate import Options, regenerate
+from capture.storage.store import Store
 
 CPU = Platform(key="linux-x86_64-cpu", os="linux", arch="x86_64")
 GPU = Platform(key="linux-x86_64-nvidia-test", os="linux", arch="x86_64", gpu="nvidia", gpu_name="Test GPU")

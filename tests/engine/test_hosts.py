@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from capture import fingerprint
-from capture.book import NOTE, WARN, Book
-from capture.hosts import HostMismatch
-from capture.identity import of_machine
-from capture.keys import FragmentKey
-from capture.platform import machine_record
-from capture.status import collect
-from capture.store import Store
+from capture.machines import fingerprint
+from capture.evidence.book import NOTE, WARN, Book
+from capture.machines.hosts import HostMismatch
+from capture.machines.identity import of_machine
+from capture.storage.keys import FragmentKey
+from capture.machines.platform import machine_record
+from capture.evidence.status import collect
+from capture.storage.store import Store
 from tests.engine.book import CPU, make_book, run
 
 SMALL = '''\
@@ -121,7 +121,7 @@ def test_adoption_replaces_the_platform_only_when_every_fragment_is_captured(sma
 
 
 def test_an_adoption_cut_between_its_two_renames_is_finished_by_the_next_run(small):
-    from capture import hosts
+    from capture.machines import hosts
 
     make_foreign(small.fragments, CPU.key)
     stage = hosts.staging(small, CPU.key)
@@ -156,8 +156,8 @@ def test_a_fragment_from_another_host_is_its_own_state(small):
 
 
 def test_check_compares_on_any_host_and_writes_nothing(small):
-    from capture.check import check
-    from capture.manifest import load
+    from capture.commands.check import check
+    from capture.plan.manifest import load
 
     make_foreign(small.fragments, CPU.key)
     before = tree(small.fragments)
@@ -186,7 +186,7 @@ def test_another_machines_broken_identity_is_shown_broken_and_blocks_nothing(sma
 def test_a_detected_platform_of_another_machine_captures_nothing_and_lets_the_site_build(small, monkeypatch):
     """The README's `nox -s regenerate docs` on a machine that is not the CPU platform's: regenerate writes
     nothing, says why, and exits OTHER_HOST_EXIT, which the nox session accepts so the docs still build."""
-    from capture.hosts import OTHER_HOST_EXIT
+    from capture.machines.hosts import OTHER_HOST_EXIT
 
     make_foreign(small.fragments, CPU.key)
     before = tree(small.root)

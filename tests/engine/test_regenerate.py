@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from capture.book import Book
-from capture.status import collect
-from capture.store import Store
+from capture.evidence.book import Book
+from capture.evidence.status import collect
+from capture.storage.store import Store
 from tests.engine.book import CPU, GPU, make_book, run
 
 
@@ -88,8 +88,8 @@ def test_platform_without_gpu_skips_gpu_roles(book):
 def test_gpu_platform_maps_role_to_framework_device(book, monkeypatch):
     # torch is made to see no accelerator (on a Mac it sees mps), so the gpu role is skipped with that
     # reason; the Rust and 'none' roles map to the platform's names.
-    import capture.regenerate as regen
-    from capture.roles import resolve
+    import capture.running.regenerate as regen
+    from capture.machines.roles import resolve
 
     probe = regen.probe_python
     monkeypatch.setattr(regen, "probe_python", lambda py, torch=True: {**probe(py, torch), "accelerator": None})
@@ -161,7 +161,7 @@ def test_unexpected_timeout_is_a_failure_and_keeps_old_fragment(book):
 
 def _spawn_regenerate(book, *extra):
     code = (
-        "import sys; sys.path.insert(0, %r); from capture.cli import main; raise SystemExit(main(sys.argv[1:]))"
+        "import sys; sys.path.insert(0, %r); from capture.commands.cli import main; raise SystemExit(main(sys.argv[1:]))"
         % str(Path(__file__).resolve().parents[2])
     )
     env = {**os.environ, "BOOK_PLATFORM": "linux-x86_64-cpu", "BOOK_NO_GPU": "1"}
@@ -206,7 +206,7 @@ def test_torn_write_is_detected_and_repaired(book):
     store = Store(book.fragments)
     folder = book.fragments / "linux-x86_64-cpu"
     good = (folder / "sleeper@cpu.txt").read_text()
-    # what a kill between the two renames leaves: the new text, the old JSON, and the old text kept (capture/atomic.py)
+    # what a kill between the two renames leaves: the new text, the old JSON, and the old text kept (capture/storage/atomic.py)
     (folder / ".sleeper@cpu.txt.999999999.abcdef.old.tmp").write_text(good)
     (folder / "sleeper@cpu.txt").write_text("half of a new output\n")
     assert store.read("linux-x86_64-cpu", "sleeper@cpu").torn
@@ -292,8 +292,8 @@ def path_without_cargo() -> str:
 
 @pytest.mark.slow  # builds Rust and/or imports torch
 def test_prebuilt_binaries_run_where_there_is_no_cargo(prebuilt_book, tmp_path, monkeypatch):
-    from capture.prebuilt import build_prebuilt, verify
-    from capture.roles import resolve
+    from capture.toolchains.prebuilt import build_prebuilt, verify
+    from capture.machines.roles import resolve
 
     layout = prebuilt_book
     info = build_prebuilt(layout, "cuda", tmp_path / "bin", echo=lambda *a: None)
@@ -324,7 +324,7 @@ def test_prebuilt_binaries_run_where_there_is_no_cargo(prebuilt_book, tmp_path, 
 @pytest.mark.skipif(platform.system() != "Linux" or platform.machine() != "x86_64",
                     reason="bundles are built on Linux x86_64 only (test_foreign_binaries checks the refusal)")
 def test_bundle_carries_everything_a_machine_without_cargo_needs(prebuilt_book, tmp_path):
-    from capture.bundle import ARCHIVE, make_bundle
+    from capture.toolchains.bundle import ARCHIVE, make_bundle
 
     layout = prebuilt_book
     info = make_bundle(layout, layout.root / ".device", vulkan_loader=False, echo=lambda *a: None)
@@ -454,7 +454,7 @@ script = "snippets/reader.py"
 needs = ["cargo"]
 ''')
     write(layout.root / "snippets/reader.py", 'print("read the crate source")\n')
-    import capture.regenerate as regen
+    import capture.running.regenerate as regen
 
     real = regen.shutil.which
     if cargo_on_path and real("cargo") is None:
@@ -478,7 +478,7 @@ fn main() {
 @pytest.mark.slow  # builds Rust
 def test_an_experiment_with_features_of_its_own_gets_a_build_of_its_own(tmp_path, monkeypatch):
     """Manifest `features`: the binary is built apart, with them; every other experiment keeps the shared build."""
-    from capture import build as buildmod
+    from capture.toolchains import build as buildmod
     from tests.engine.book import write
 
     monkeypatch.setenv("CARGO_TARGET_DIR", str(tmp_path / "target"))
@@ -521,7 +521,7 @@ framework = "candle"
 crate = "tiny"
 features = ["cuda"]
 ''')
-    import capture.regenerate as regen
+    import capture.running.regenerate as regen
 
     real = regen.shutil.which
     monkeypatch.setattr(regen.shutil, "which", lambda name, *a, **k: None if name == "cargo" else real(name, *a, **k))

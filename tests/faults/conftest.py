@@ -3,7 +3,7 @@ import shutil
 import pytest
 
 from tests.faults.faultbook import make_template
-from capture.paths import Layout
+from capture.storage.paths import Layout
 
 
 @pytest.fixture(scope="session")

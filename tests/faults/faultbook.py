@@ -15,11 +15,11 @@ import sys
 import textwrap
 from pathlib import Path
 
-from capture.manifest import load
-from capture.paths import Layout
-from capture.platform import Platform
-from capture.regenerate import Options, regenerate
-from capture.store import Store
+from capture.plan.manifest import load
+from capture.storage.paths import Layout
+from capture.machines.platform import Platform
+from capture.running.regenerate import Options, regenerate
+from capture.storage.store import Store
 
 REPO = Path(__file__).resolve().parents[2]
 CPU = Platform(key="linux-x86_64-cpu", os="linux", arch="x86_64")
@@ -111,7 +111,7 @@ def cli_env(**extra) -> dict[str, str]:
 
 
 def spawn_code() -> str:
-    return f"import sys; sys.path.insert(0, {str(REPO)!r}); from capture.cli import main; raise SystemExit(main(sys.argv[1:]))"
+    return f"import sys; sys.path.insert(0, {str(REPO)!r}); from capture.commands.cli import main; raise SystemExit(main(sys.argv[1:]))"
 
 
 def python() -> str:
@@ -127,7 +127,7 @@ def meta_of(layout: Layout, key: str) -> dict:
 
 
 def cut_between_renames(folder: Path, key: str, old: str, new: str, pid: int = 999999999) -> None:
-    """What a publish killed between its two renames leaves (capture.atomic.write_pair): the new text,
+    """What a publish killed between its two renames leaves (capture.storage.atomic.write_pair): the new text,
     the old JSON, and the old text kept under a temporary name of process `pid` (by default a dead one)."""
     (folder / f".{key}.txt.{pid}.abcdef.old.tmp").write_text(old, encoding="utf-8")
     (folder / f"{key}.txt").write_text(new, encoding="utf-8")

@@ -1,6 +1,6 @@
 """A fragment pair is replaced as a unit: after a failure at any step the store holds the old pair or the new one.
 
-Two ways to fail: every write, sync, link, rename and close of capture/atomic.py made to fail in turn (a small
+Two ways to fail: every write, sync, link, rename and close of capture/storage/atomic.py made to fail in turn (a small
 fake `os`), and a real file system that is full (a tmpfs of a few pages, filled to each size in turn; Linux,
 needs `unshare --mount`). In both, the other fragments never change.
 """
@@ -17,8 +17,8 @@ import textwrap
 
 import pytest
 
-from capture import atomic
-from capture.store import Store
+from capture.storage import atomic
+from capture.storage.store import Store
 from tests.faults.faultbook import REPO
 
 PLAT = "linux-x86_64-cpu"
@@ -166,7 +166,7 @@ TMPFS_SCRIPT = r'''
 import json, os, subprocess, sys
 from pathlib import Path
 sys.path.insert(0, {repo!r})
-from capture.store import Store
+from capture.storage.store import Store
 mnt, pages = sys.argv[1], int(sys.argv[2])
 subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%dk" % (4 * pages), "tmpfs", mnt], check=True)
 OLD, NEW = "old output\n" * 50, "new output\n" * 800  # NEW needs 3 pages

@@ -8,10 +8,10 @@ import os
 
 import pytest
 
-from capture.check import check
-from capture.manifest import load
-from capture.review import figure_changes, review
-from capture.store import Store, sha256_text
+from capture.commands.check import check
+from capture.plan.manifest import load
+from capture.running.review import figure_changes, review
+from capture.storage.store import Store, sha256_text
 from tests.faults.faultbook import CPU, PLAT, cut_between_renames, run, set_entry, snapshot, write
 
 
@@ -74,7 +74,7 @@ def test_check_names_each_problem_and_its_fix(fb, setup, message):
 
 def test_check_ignores_a_torn_file_that_settles(fb, monkeypatch):
     """A committed fragment caught between the two renames of a concurrent publish is read again."""
-    import capture.check as checkmod
+    import capture.commands.check as checkmod
 
     txt = fb.fragments / PLAT / "good-a@cpu.txt"
     good = txt.read_text()

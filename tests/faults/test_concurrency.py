@@ -16,7 +16,7 @@ import re
 import subprocess
 import sys
 
-from capture.store import Store
+from capture.storage.store import Store
 from tests.faults.faultbook import PLAT, REPO, cli_env, spawn_code, write
 
 TRIALS = int(os.environ.get("FAULTS_TRIALS", "12"))

@@ -10,13 +10,13 @@ import os
 
 import pytest
 
-from capture import manifest as mf
-from capture.check import compare
-from capture.keys import KeyError_
-from capture.paths import Layout, PathError, contained, relative_shape
-from capture.records import matches, parse_records, read_file, read_records, record_problem, select
-from capture.regenerate import Outcome
-from capture.store import SCHEMA, Store, StoreLocked, meta_problem, sha256_text
+from capture.plan import manifest as mf
+from capture.commands.check import compare
+from capture.storage.keys import KeyError_
+from capture.storage.paths import Layout, PathError, contained, relative_shape
+from capture.storage.records import matches, parse_records, read_file, read_records, record_problem, select
+from capture.running.regenerate import Outcome
+from capture.storage.store import SCHEMA, Store, StoreLocked, meta_problem, sha256_text
 from tests.faults.faultbook import cut_between_renames
 
 PLAT = "linux-x86_64-cpu"
@@ -376,7 +376,7 @@ def test_compare_names_every_kind_of_difference(tmp_path):
     cut_between_renames(tmp_path / "old" / PLAT, "e@cpu", "same n=1\n", "torn\n")
     outcomes = [Outcome(f"{i}@cpu", "ok") for i in "abcde"] + [Outcome("f@cpu", "failed", "boom"), Outcome("g@cpu", "skipped")]
     outcomes.append(Outcome("g@cpu", "ok"))  # never committed
-    import capture.check as checkmod
+    import capture.commands.check as checkmod
 
     checkmod.TORN_RETRIES, saved = 0, checkmod.TORN_RETRIES
     try:
@@ -579,7 +579,7 @@ def test_records_messages_exactly():
 # -- check.read_settled ----------------------------------------------------------------------
 
 def test_read_settled_waits_for_a_torn_fragment_then_gives_up(tmp_path, monkeypatch):
-    import capture.check as checkmod
+    import capture.commands.check as checkmod
 
     s = Store(tmp_path)
     s.write(PLAT, "e@cpu", "x\n", {"inputs_hash": "h"})

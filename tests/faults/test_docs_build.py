@@ -124,7 +124,7 @@ def test_builds_started_together_take_turns(tmp_path):
 
 def test_the_mermaid_copy_uses_a_name_of_its_own(tmp_path, monkeypatch):
     """Two builds copying mermaid.min.js at once never write the same temporary file."""
-    from capture import assets
+    from capture.toolchains import assets
 
     src = tmp_path / "mermaid.min.js"
     src.write_text("js")

@@ -16,13 +16,13 @@ from typing import Callable
 
 import pytest
 
-from capture import cli
-from capture.check import check
-from capture.manifest import load
-from capture.paths import Layout
-from capture.book import Book
-from capture.status import collect
-from capture.store import Store
+from capture.commands import cli
+from capture.commands.check import check
+from capture.plan.manifest import load
+from capture.storage.paths import Layout
+from capture.evidence.book import Book
+from capture.evidence.status import collect
+from capture.storage.store import Store
 from tests.faults.faultbook import CPU, GOODS, PLAT, key_files, run, set_entry, snapshot, write
 
 VICTIM = "victim@cpu"
@@ -442,7 +442,7 @@ def test_table_is_large_enough_and_covers_every_category():
 def test_an_unforeseen_error_fails_its_job_alone(fb, monkeypatch):
     """Whatever a job raises that no rule foresaw, that job fails with a located message and a log of the
     traceback; the batch goes on and the last good fragment stays."""
-    import capture.regenerate as regen
+    import capture.running.regenerate as regen
 
     real = regen.sanitize.records
 

@@ -24,8 +24,9 @@ from typing import Callable
 
 import pytest
 
-from capture import atomic, cli
-from capture.paths import Layout
+from capture.storage import atomic
+from capture.commands import cli
+from capture.storage.paths import Layout
 from tests.faults.faultbook import GOODS, PLAT, cli_env, cut_between_renames, key_files, snapshot, spawn_code, write
 from tests.faults.test_faults import S, entry, set_entry
 
@@ -296,14 +297,14 @@ def test_unwritable_store_by_permission(fb):
 @pytest.mark.parametrize("command", ["status", "restamp", "check"])
 def test_ctrl_c_outside_regenerate_is_a_message(fb, monkeypatch, command):
     """Ctrl-C while status, restamp or check work: exit 130 and a line, never a traceback."""
-    import capture.check
-    import capture.restamp
-    import capture.status
+    import capture.commands.check
+    import capture.commands.restamp
+    import capture.evidence.status
 
     def interrupted(*a, **kw):
         raise KeyboardInterrupt
 
-    target = {"status": (capture.status, "collect"), "restamp": (capture.restamp, "restamp"), "check": (capture.check, "check")}[command]
+    target = {"status": (capture.evidence.status, "collect"), "restamp": (capture.commands.restamp, "restamp"), "check": (capture.commands.check, "check")}[command]
     monkeypatch.setattr(*target, interrupted)
     monkeypatch.setenv("BOOK_PLATFORM", PLAT)
     before = snapshot(fb)
@@ -316,7 +317,7 @@ def test_ctrl_c_outside_regenerate_is_a_message(fb, monkeypatch, command):
 
 SLOW_STATUS = """\
 import pathlib, time
-import capture.status as status
+import capture.evidence.status as status
 
 real = status.collect
 
@@ -340,7 +341,7 @@ def test_ctrl_c_during_status_for_real(fb, tmp_path):
     hook, ready = tmp_path / "hook", tmp_path / "ready"
     write(hook / "sitecustomize.py", SLOW_STATUS.format(ready=str(ready)))
     env = cli_env(PYTHONPATH=f"{hook}{os.pathsep}{cli_env()['PYTHONPATH']}")
-    code_ = spawn_code().replace("from capture.cli import main", "import sitecustomize; from capture.cli import main")
+    code_ = spawn_code().replace("from capture.commands.cli import main", "import sitecustomize; from capture.commands.cli import main")
     proc = subprocess.Popen([sys.executable, "-c", code_, "--root", str(fb.root), "status"], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, env=env)
     try:

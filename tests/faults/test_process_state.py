@@ -3,7 +3,7 @@
 `nohup <README test command> &` starts everything with SIGHUP ignored, and a shell without job control
 starts a background job with SIGINT and SIGQUIT ignored; exec passes "ignored" on to every child. The suite
 sets the state it relies on (tests/conftest.py: own_process_state), regenerate's snippets start with every
-signal at its default, and regenerate keeps a signal its starter chose to ignore (capture/runner.py).
+signal at its default, and regenerate keeps a signal its starter chose to ignore (capture/system/runner.py).
 """
 
 from __future__ import annotations

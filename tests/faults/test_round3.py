@@ -23,7 +23,7 @@ from typing import Callable
 
 import pytest
 
-from capture.paths import Layout
+from capture.storage.paths import Layout
 from tests.faults.faultbook import GOODS, PLAT, cli_env, key_files, snapshot, spawn_code, write
 
 VICTIM = "victim@cpu"
@@ -167,14 +167,14 @@ class Row:
 
 
 def victim_ok(L: Layout, out: str) -> None:
-    from capture.store import Store
+    from capture.storage.store import Store
     frag = Store(L.fragments).read(PLAT, VICTIM)
     assert frag is not None and not frag.corrupt and not frag.torn, out
 
 
 def batch_finished_and_logged(L: Layout, out: str) -> None:
     """The whole batch ran (`after` captured) and a log holds what could not be shown."""
-    from capture.store import Store
+    from capture.storage.store import Store
     after = Store(L.fragments).read(PLAT, "after@cpu")
     assert after is not None and not after.corrupt, out
     logs = list((L.root / ".capture/logs").glob("regenerate-*.log"))
@@ -390,8 +390,8 @@ FORMAT_ROWS = [  # (value, unit, style, shown)
 
 @pytest.mark.parametrize("value, unit, style, shown", FORMAT_ROWS, ids=[f"{v!r}-{u}-{s}"[:40] for v, u, s, _ in FORMAT_ROWS])
 def test_the_formatter_shows_only_the_digits_it_has(value, unit, style, shown):
-    from capture.fmt import fmt_value
-    from capture.query import Value
+    from capture.evidence.fmt import fmt_value
+    from capture.evidence.query import Value
     out = fmt_value(Value(value, unit), style=style) if unit or style else fmt_value(value)
     assert out == shown
     assert len(out) < 40 or set(out) <= set("0123456789"), out  # only an exact count may be long
@@ -414,7 +414,7 @@ ARITH_ROWS = [  # (expression, records, value or the QueryError's words)
 
 @pytest.mark.parametrize("expr, recs, want", ARITH_ROWS, ids=[r[0] for r in ARITH_ROWS])
 def test_arithmetic_on_large_records_is_exact_or_too_large(expr, recs, want):
-    from capture.query import Evaluator, QueryError
+    from capture.evidence.query import Evaluator, QueryError
     ev = Evaluator(lambda ref: [{"name": ref.name, "value": recs[ref.name], "unit": "", "tags": {}}])
     if isinstance(want, str):
         with pytest.raises(QueryError, match=want):
@@ -426,7 +426,7 @@ def test_arithmetic_on_large_records_is_exact_or_too_large(expr, recs, want):
 # -- messages that named the wrong cause -----------------------------------------------------------
 def test_an_argument_list_too_long_is_not_called_a_wrong_binary(tmp_path):
     import errno
-    from capture.platform import exec_failure
+    from capture.machines.platform import exec_failure
     exe = Path(sys.executable).resolve()
     msg = exec_failure(str(exe), OSError(errno.E2BIG, os.strerror(errno.E2BIG)))
     assert "Argument list too long" in msg and "getconf ARG_MAX" in msg and "executable and this machine" not in msg

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from capture import runner
-from capture.store import Store
+from capture.system import runner
+from capture.storage.store import Store
 from tests.faults.faultbook import PLAT, cli_env, key_files, snapshot, spawn_code, write
 from tests.faults.test_faults import entry
 

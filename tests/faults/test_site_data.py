@@ -13,10 +13,10 @@ import sys
 
 import pytest
 
-from capture import inputs as inputsmod
-from capture.manifest import load
-from capture.paths import Layout
-from capture.store import Store
+from capture.plan import inputs as inputsmod
+from capture.plan.manifest import load
+from capture.storage.paths import Layout
+from capture.storage.store import Store
 from tests.faults.faultbook import PLAT, REPO, snapshot, write
 
 # (id, the recorded text, what the page must show for it)

@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from capture.paths import Layout
+from capture.storage.paths import Layout
 from tests.faults.faultbook import PLAT, REPO, snapshot, write
 
 CONF = f'''

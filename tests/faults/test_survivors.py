@@ -4,7 +4,7 @@ included: then the watchdog finds them by the run's token).
 
 Real processes: the snippet starts a process that escapes and writes a heartbeat file every 50 ms; after the
 run that process must be gone and the file must stop growing. Every row also checks that the good fragments
-did not change. The last rows run the runner without a subreaper: the other way to find them (capture/reaper.py).
+did not change. The last rows run the runner without a subreaper: the other way to find them (capture/system/reaper.py).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from capture import reaper, runner
+from capture.system import reaper, runner
 from tests.faults.faultbook import GOODS, cli_env, key_files, run, snapshot, spawn_code, write
 from tests.faults.test_faults import entry
 from tests.faults.test_signals import alive, gone_within, kill_leftovers, linux_only, wait_for

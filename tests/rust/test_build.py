@@ -6,8 +6,8 @@ import subprocess
 
 import pytest
 
-from capture.build import cargo_build, older_than_pin, toolchain_problem
-from capture.prebuilt import build_prebuilt
+from capture.toolchains.build import cargo_build, older_than_pin, toolchain_problem
+from capture.toolchains.prebuilt import build_prebuilt
 from tests.engine.book import make_book, write
 
 MANIFEST = '''\
@@ -66,14 +66,14 @@ def test_a_rustc_older_than_the_pin_is_named():
 
 
 def test_the_repository_pins_the_toolchain_it_runs():
-    from capture.paths import Layout, find_root
+    from capture.storage.paths import Layout, find_root
 
     assert toolchain_problem(Layout(find_root())) is None
 
 
 def test_lint_type_checks_burns_metal_path_and_not_candles():
-    from capture.lint import apple_features, commands, metal_features
-    from capture.paths import Layout, find_root
+    from capture.commands.lint import apple_features, commands, metal_features
+    from capture.storage.paths import Layout, find_root
 
     layout = Layout(find_root())
     # burn's Metal backend type-checks on Linux; candle's does not (objc2), so design-bench has no `metal`

@@ -17,11 +17,11 @@ import subprocess
 
 import pytest
 
-from capture.build import cargo_build
-from capture.manifest import load
-from capture.paths import Layout, find_root
-from capture.platform import detect
-from capture.roles import CPU_DEVICE, cargo_features
+from capture.toolchains.build import cargo_build
+from capture.plan.manifest import load
+from capture.storage.paths import Layout, find_root
+from capture.machines.platform import detect
+from capture.machines.roles import CPU_DEVICE, cargo_features
 
 pytestmark = pytest.mark.slow
 

@@ -476,7 +476,7 @@ AXE_RUN_JS = """async () => {
 
 
 def axe_path() -> Path:
-    from capture import assets
+    from capture.toolchains import assets
 
     return assets.ensure_npm(AXE_NPM_DIR, "axe-core", AXE_DIST, log=lambda _m: None)
 

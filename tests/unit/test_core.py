@@ -2,8 +2,10 @@
 
 import pytest
 
-from capture import fmt, manifest, normalize, regions
-from capture.query import Evaluator, MissingData, QueryError, Range, Value, parse_refs
+from capture.evidence import fmt
+from capture.plan import manifest, regions
+from capture.running import normalize
+from capture.evidence.query import Evaluator, MissingData, QueryError, Range, Value, parse_refs
 
 
 @pytest.mark.parametrize(
@@ -142,7 +144,7 @@ def test_formatting_switches_units(value, style, expected):
 
 
 def test_cuda_build_env_points_candle_kernels_at_the_kit(monkeypatch, tmp_path):
-    from capture import cudakit
+    from capture.toolchains import cudakit
 
     monkeypatch.delenv("CUDAFORGE_THREADS", raising=False)
     env = cudakit.build_env(tmp_path)
@@ -156,7 +158,7 @@ def test_cuda_build_env_points_candle_kernels_at_the_kit(monkeypatch, tmp_path):
 
 
 def test_machine_setup_failures_come_with_a_hint():
-    from capture.regenerate import failure_hints
+    from capture.running.regenerate import failure_hints
 
     cudarc = 'panicked at cudarc-0.19.10/src/lib.rs:200:5:\nUnable to dynamically load the "cublas" shared library'
     assert any("LD_LIBRARY_PATH" in h for h in failure_hints(cudarc))

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from capture import build, cudacompiler
-from capture.paths import Layout
+from capture.toolchains import build, cudacompiler
+from capture.storage.paths import Layout
 from capture.sphinxext import output
 from capture.sphinxext.common import compiler_words
 

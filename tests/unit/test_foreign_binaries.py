@@ -6,8 +6,8 @@ import struct
 
 import pytest
 
-from capture import platform as plat
-from capture.store import Store
+from capture.machines import platform as plat
+from capture.storage.store import Store
 from tests.engine.book import CPU, make_book, run
 
 MACHO_ARM64 = struct.pack("<II", 0xFEEDFACF, 0x0100000C) + bytes(24)
@@ -16,8 +16,8 @@ ELF_ARM64 = b"\x7fELF\x02\x01\x01" + bytes(11) + struct.pack("<H", 183) + bytes(
 
 @pytest.mark.parametrize("system, machine", [("Darwin", "arm64"), ("Darwin", "x86_64"), ("Linux", "aarch64")])
 def test_bundle_refuses_a_host_that_cannot_build_for_the_gpu_machine(monkeypatch, tmp_path, system, machine):
-    from capture.bundle import make_bundle
-    from capture.paths import Layout
+    from capture.toolchains.bundle import make_bundle
+    from capture.storage.paths import Layout
 
     monkeypatch.setattr(plat._pf, "system", lambda: system)
     monkeypatch.setattr(plat._pf, "machine", lambda: machine)

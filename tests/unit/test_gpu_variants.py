@@ -5,10 +5,11 @@ from pathlib import Path
 
 import pytest
 
-from capture import identity, inputs, manifest
-from capture.paths import Layout
-from capture.platform import Platform
-from capture.roles import cargo_features, nvidia_build, resolve
+from capture.machines import identity
+from capture.plan import inputs, manifest
+from capture.storage.paths import Layout
+from capture.machines.platform import Platform
+from capture.machines.roles import cargo_features, nvidia_build, resolve
 
 REPO = Path(__file__).resolve().parents[2]
 NVIDIA = Platform(key="linux-x86_64-nvidia-test", os="linux", arch="x86_64", gpu="nvidia", gpu_name="Test GPU")
@@ -107,8 +108,8 @@ def test_the_bundle_recipe_rebuilds_what_was_built(features, env, args):
 
 
 def test_a_fragment_captured_on_another_device_than_its_role_now_maps_to_is_rerun():
-    from capture.regenerate import Job, needs_run
-    from capture.store import Fragment
+    from capture.running.regenerate import Job, needs_run
+    from capture.storage.store import Fragment
 
     exp = manifest.load(REPO / "docs/experiments.toml").get("burn-matmul")
 

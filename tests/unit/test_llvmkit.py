@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from capture import llvmkit, wheelkit
-from capture.paths import Layout, cache_home, cargo_registry_src
+from capture.toolchains import llvmkit, wheelkit
+from capture.storage.paths import Layout, cache_home, cargo_registry_src
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -105,7 +105,7 @@ def test_another_locked_bundler_is_refused_naming_the_line_and_both_fixes(tmp_pa
     msg = str(e.value)
     assert msg.startswith(f"{lock}:8: tracel-llvm-bundler 24.0.0-1 is locked")
     assert llvmkit.FIX_LOCK in msg and "cargo update -p tracel-llvm-bundler --precise 23.1.0-4" in msg
-    assert "capture/llvmkit.py" in msg and "LLVM 24.0" in msg
+    assert "capture/toolchains/llvmkit.py" in msg and "LLVM 24.0" in msg
 
 
 def test_a_lock_without_the_bundler_needs_no_kit(tmp_path):
@@ -207,19 +207,19 @@ def test_a_kit_of_the_wrong_llvm_is_refused_and_nothing_is_left(cache, monkeypat
 
 
 def test_the_build_step_turns_kit_problems_into_build_errors(tmp_path, cache, monkeypatch):
-    from capture.build import BuildError, cargo_build
+    from capture.toolchains.build import BuildError, cargo_build
 
     layout = Layout(tmp_path)
     (tmp_path / "crates/c").mkdir(parents=True)
     (tmp_path / "crates/c/Cargo.toml").write_text('[features]\ncuda = ["burn/cuda"]\n')
     lock_with(tmp_path / "crates", "24.0.0-1")
-    monkeypatch.setattr("capture.build.toolchain_problem", lambda layout: None)
+    monkeypatch.setattr("capture.toolchains.build.toolchain_problem", lambda layout: None)
     with pytest.raises(BuildError, match=r"Cargo.lock:8: tracel-llvm-bundler 24.0.0-1 is locked"):
         cargo_build(layout, ["c/cuda"], tmp_path / "log")
 
 
 def test_the_cuda_kit_uses_book_cuda_home_as_it_is(tmp_path, monkeypatch):
-    from capture import cudakit
+    from capture.toolchains import cudakit
 
     no_pip(monkeypatch)
     monkeypatch.setenv("BOOK_CUDA_HOME", str(tmp_path / "mine"))

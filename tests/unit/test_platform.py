@@ -5,8 +5,8 @@ import stat
 
 import pytest
 
-from capture import identity
-from capture import platform as plat
+from capture.machines import identity
+from capture.machines import platform as plat
 
 FAKE_SYSCTL = """#!/bin/sh
 # stands in for /usr/sbin/sysctl: `sysctl -n NAME`

@@ -10,14 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from capture import identity, inputs, sourcehash
-from capture.book import NOTE, OK, WARN, Book
-from capture.claims import WhereError, check_known, device_matches, judge, parse_where, platform_matches
-from capture.keys import FragmentKey, KeyError_, check_platform_key
-from capture.manifest import load
-from capture.paths import Layout
-from capture.restamp import restamp
-from capture.store import Store
+from capture.machines import identity
+from capture.plan import inputs, sourcehash
+from capture.evidence.book import NOTE, OK, WARN, Book
+from capture.evidence.claims import WhereError, check_known, device_matches, judge, parse_where, platform_matches
+from capture.storage.keys import FragmentKey, KeyError_, check_platform_key
+from capture.plan.manifest import load
+from capture.storage.paths import Layout
+from capture.commands.restamp import restamp
+from capture.storage.store import Store
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -217,7 +218,7 @@ def test_restamp_carries_fresh_fragments_over_and_leaves_stale_ones(repo_copy):
 
 # -- identity ----------------------------------------------------------------------------------
 def test_identity_round_trips_and_names_machines_without_code_changes(tmp_path):
-    from capture.platform import Platform
+    from capture.machines.platform import Platform
 
     for chip, gpu in [("Apple M3 Pro", "apple"), ("Apple M4 Max", "apple"), ("NVIDIA RTX 6000 Ada", "nvidia")]:
         p = Platform(key=f"x-{chip.lower().replace(' ', '-')}", os="macos" if gpu == "apple" else "linux", arch="arm64",

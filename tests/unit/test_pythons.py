@@ -1,12 +1,12 @@
 """The Python versions pyproject.toml declares are exactly those uv.lock has every wheel for, and the
-sessions pick an interpreter (or say how to get one) the way capture/pythons.py promises."""
+sessions pick an interpreter (or say how to get one) the way capture/toolchains/pythons.py promises."""
 
 import tomllib
 from pathlib import Path
 
 import pytest
 
-from capture import pythons
+from capture.toolchains import pythons
 
 ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))

@@ -2,7 +2,7 @@
 
 import pytest
 
-from capture import normalize, sanitize
+from capture.running import normalize, sanitize
 
 LINUX = sanitize.Places(root="/home/ada/src/book", home="/home/ada", tmp=("/tmp",))
 MAC = sanitize.Places(root="/Users/ada/book", home="/Users/ada", tmp=("/var/folders/7x/k2j_3h4l5m/T",))

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from capture import sourcehash
+from capture.plan import sourcehash
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -64,7 +64,7 @@ def digests(python: str, files: list[Path]) -> list[str]:
 def test_python_sources_hash_the_same_on_every_interpreter(tmp_path):
     tricky = tmp_path / "tricky.py"
     tricky.write_text(TRICKY)
-    files = [tricky, *sorted((REPO / "snippets").glob("*.py")), *sorted((REPO / "capture").glob("*.py"))]
+    files = [tricky, *sorted((REPO / "snippets").glob("*.py")), *sorted((REPO / "capture").rglob("*.py"))]
     pythons = interpreters()
     if len(pythons) < 2:
         pytest.skip(f"only {len(pythons)} CPython 3.11+ interpreter(s) found; need two to compare")

@@ -1,4 +1,4 @@
-"""Yes, no or cannot tell: the verdict rule (capture/verdict.py) and the query language that applies it."""
+"""Yes, no or cannot tell: the verdict rule (capture/evidence/verdict.py) and the query language that applies it."""
 
 import itertools
 import math
@@ -6,8 +6,9 @@ import random
 
 import pytest
 
-from capture import alike, drift, fingerprint, verdict
-from capture.query import Evaluator, MissingData, QueryError, parse_refs
+from capture.evidence import alike, drift, verdict
+from capture.machines import fingerprint
+from capture.evidence.query import Evaluator, MissingData, QueryError, parse_refs
 
 
 def ev(records):

@@ -26,7 +26,7 @@ from sphinx.config import Config
 from sphinx.errors import ConfigError
 from sphinx.util import logging
 
-from capture import oserror
+from capture.system import oserror
 
 logger = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ an ES module on every page with a chart, from a CDN by default; browsers refuse 
 file:// pages. Here instead:
 
 1. After the pages are read, every chart not drawn yet (render.py's cache) is drawn to SVG by
-   headless Chromium with the mermaid pinned in docs/_mermaid (capture/assets.py), once in the
+   headless Chromium with the mermaid pinned in docs/_mermaid (capture/toolchains/assets.py), once in the
    light theme and once in the dark one. A chart mermaid cannot parse is a located warning.
 2. Each chart is written as both SVGs (CSS shows the one of the reader's mode), no script:
    pages are light and charts show from file://. The SVG shrinks with a narrow column only
@@ -35,7 +35,8 @@ from sphinx.environment import BuildEnvironment
 from sphinx.util import logging
 from sphinxcontrib.mermaid import mermaid
 
-from capture import assets, oserror
+from capture.toolchains import assets
+from capture.system import oserror
 from capture.sphinxext.site import render
 from capture.sphinxext.site.depends import Dependency
 

@@ -6,7 +6,7 @@
                                  date, wall time, versions, links to the raw output and metadata
     :::{ran-where} waiting       what no machine has captured yet, and the command that would
 
-The states are those of `nox -s status` (capture.status.collect over capture.book.Book.state):
+The states are those of `nox -s status` (capture.evidence.status.collect over capture.evidence.book.Book.state):
 the page and the command line cannot disagree. Machines are the captured platforms, in the book's
 order. The page is re-read whenever the store changes (capture/sphinxext/freshness.py).
 """
@@ -20,10 +20,10 @@ from docutils.parsers.rst import directives
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
 
-from capture import status
-from capture.fmt import fmt_value
-from capture.keys import FragmentKey
-from capture.query import Value
+from capture.evidence import status
+from capture.evidence.fmt import fmt_value
+from capture.storage.keys import FragmentKey
+from capture.evidence.query import Value
 from capture.sphinxext.common import WAITING_FOR, book, depend, fragment_href, warn
 from capture.sphinxext.reader import detail_words, tip, with_code
 from capture.sphinxext.tables import table_node

@@ -1,7 +1,7 @@
 """Mermaid charts drawn to SVG at build time, in headless Chromium, with the pinned mermaid. Stdlib only.
 
 One browser run draws every chart a build lacks: a throwaway page loads mermaid's classic build
-(docs/_mermaid, capture/assets.py) from file://, draws each (source, theme) job and writes the
+(docs/_mermaid, capture/toolchains/assets.py) from file://, draws each (source, theme) job and writes the
 results into the page, which `chromium --headless --dump-dom` prints. Each drawing is cached by
 what makes it (this module's version, mermaid's version, the theme and settings, the source), in
 the user's cache (~/.cache/eager-book/charts/), so a rebuild draws only charts that changed and
@@ -23,8 +23,8 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from capture import regular
-from capture.paths import cache_home
+from capture.system import regular
+from capture.storage.paths import cache_home
 
 VERSION = "1"  # bump when the drawing settings or this page change: every cached drawing is redrawn
 FONTS = ('system-ui, -apple-system, "Segoe UI", "PingFang SC", "Hiragino Sans GB", "Noto Sans CJK SC", '

@@ -12,7 +12,7 @@ punctuation). A break next to Latin text stays a space: 「PyTorch 和」 is wri
 anyway. Code, literals and math are left alone.
 
 The same pass keeps a number with its unit: in text written by hand (a page, an experiment's
-title) "256 GiB" or "3 倍" gets a no-break space, as capture/fmt.py writes the measured figures,
+title) "256 GiB" or "3 倍" gets a no-break space, as capture/evidence/fmt.py writes the measured figures,
 so a line never ends between the two.
 """
 

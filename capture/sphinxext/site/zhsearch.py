@@ -22,7 +22,7 @@ from pathlib import Path
 import jieba
 from sphinx.search.zh import SearchChinese
 
-from capture.paths import cache_home
+from capture.storage.paths import cache_home
 
 
 def dictionary_file() -> Path:

@@ -1,0 +1,302 @@
+"""How far a timing moves from one capture to the next, measured from the fragments' git history.
+
+The verdict rule (capture/evidence/verdict.py) widens every measured spread by the drift of its kind of figure
+on its platform before it compares. That drift is measured here, not assumed:
+
+- Captures: every committed version of a platform's fragment JSON (`git log` of docs/_fragments,
+  one capture per distinct `started` time), kept only when its host is the platform's own machine
+  (the recorded `host` fingerprint; for fragments older than that, their `machine` record).
+- Pairs: the same record (name and every tag, process and round included) in two successive captures
+  of the same experiment and role. Each pair gives |ln(new / old)|.
+- Kind: what sort of figure a record is (`kind()`, the one place that decides it): a cold first call,
+  a device time, a fastest repeat, a slowest repeat, a typical (median) figure, or one host-side
+  average (per op, per step, one round).
+- Drift of a kind on a platform: the largest |ln ratio| of its pairs, as a factor (e^x). The largest,
+  not a quantile: a drift narrower than the data show would let a verdict flip. Pairs of identical
+  inputs (the same program re-run) come first; where a kind has fewer than MIN_PAIRS of them, pairs
+  across a change of the inputs (same device, command and hash scheme) count too, which can only widen
+  it. A kind with fewer pairs than that has no history there: it takes DEFAULT, the old fixed rule
+  (a factor 2 between two timings, so sqrt(2) on each side), as does every kind of a platform not
+  in the table (a new machine before its second capture).
+
+Every record moving by at most a factor f moves every aggregate of records (min, median, max, mean) and
+its spread by at most f too, so the per-record figure is sound for every value the pages compute.
+
+    python -m capture drift [--json]    re-measures and writes docs/drift.json (commit it)
+
+Run it after a new capture on a machine, or when a framework version changes. The per-process spread
+inside each capture (largest/smallest of the same record over processes) is reported beside it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from capture.machines import fingerprint as fpmod
+
+DATA = "docs/drift.json"  # relative to the repository root; read by capture/evidence/verdict.py
+KINDS = ("first", "device", "gpu", "step", "min", "median", "max", "mean")
+STEP_PARTS = ("step", "loop_step", "per_op", "per_op_queued", "per_err", "per_ok")
+GPU_DEVICES = ("cuda", "vulkan", "metal", "mps", "wgpu", "rocm")  # a record's device tag: the run was on a GPU
+MIN_PAIRS = 8  # fewer pairs than this on a platform: the kind falls back (see module doc)
+DEFAULT = math.sqrt(2)  # a kind without history: the old fixed rule's 2x between two timings, per side
+REPEAT_TAGS = ("process", "run", "round")  # tags that number repeats of one figure
+
+
+def kind(name: str, tags: dict | None = None) -> str:
+    """The kind of a timing record, from its name and tags (the one place this is decided).
+
+    first   a cold first call or first use in a new process, and the calls right after it (x.first,
+            x.first_call, x.first_step, firstuse.first, firstuse.again, matmul.device_init)
+    device  a GPU run's time measured by the device (x.device.median, or tagged timing=device)
+    gpu     any other steady figure of a GPU run, timed on the host (matmul.later.median on cuda)
+    step    a host-side figure per step or per op of a loop (mlp.read.step.median, smallop.per_op)
+    min     the fastest repeat of a CPU run (x.min)
+    max     the slowest repeat of a run (x.max)
+    median  the typical repeat of a CPU run (x.median)
+    mean    any other figure: one average over a loop, one round, a rate
+    """
+    tags = tags or {}
+    parts = name.split(".")
+    rest = parts[1:]
+    if any(p.startswith("first") for p in rest) or parts[0] == "firstuse" or name.endswith("device_init"):
+        return "first"
+    if rest and rest[-1] == "max":
+        return "max"
+    on_gpu = tags.get("device") in GPU_DEVICES
+    if on_gpu and ("device" in rest or tags.get("timing") == "device"):
+        return "device"
+    if any(p in STEP_PARTS for p in rest):
+        return "step"
+    if on_gpu:
+        return "gpu"
+    if rest and rest[-1] in ("min", "median"):
+        return rest[-1]
+    return "mean"
+
+
+def _git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True).stdout
+
+
+def _timing(r: dict) -> bool:
+    unit, v = r.get("unit", ""), r.get("value")
+    measured = unit == "s" or unit.endswith("/s")
+    return measured and isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
+
+
+@dataclass
+class Snapshot:
+    """The platform's fragments as one commit holds them (experiment@role -> metadata with records)."""
+    commit: str
+    metas: dict[str, dict]
+
+
+def _blobs(root: Path, ids: list[str]) -> dict[str, dict]:
+    """Parsed JSON of git blobs, read in one `git cat-file --batch` (an unreadable one is left out)."""
+    if not ids:
+        return {}
+    out = subprocess.run(["git", "-C", str(root), "cat-file", "--batch"], input=("\n".join(ids) + "\n").encode(),
+                         capture_output=True, check=True).stdout
+    parsed, pos = {}, 0
+    for blob in ids:
+        header_end = out.index(b"\n", pos)
+        header = out[pos:header_end].split()
+        size = int(header[2]) if len(header) == 3 else 0
+        body = out[header_end + 1: header_end + 1 + size]
+        pos = header_end + 1 + size + (1 if len(header) == 3 else 0)
+        try:
+            meta = json.loads(body)
+        except ValueError:
+            continue
+        if isinstance(meta, dict):
+            parsed[blob] = meta
+    return parsed
+
+
+def snapshots(root: Path, platform: str) -> list[Snapshot]:
+    """Every commit of the platform's fragment folder, oldest first, with the fragments it holds."""
+    folder = f"docs/_fragments/{platform}"
+    commits = _git(root, "log", "--reverse", "--format=%H", "--", folder).split()
+    trees = []
+    for commit in commits:
+        entries = {}
+        for line in _git(root, "ls-tree", "-r", commit, folder).splitlines():
+            info, path = line.split("\t", 1)
+            name = path.rsplit("/", 1)[-1]
+            if name.endswith(".json") and "@" in name:
+                entries[name[: -len(".json")]] = info.split()[2]
+        trees.append((commit, entries))
+    metas = _blobs(root, sorted({b for _, e in trees for b in e.values()}))
+    return [Snapshot(c, {k: metas[b] for k, b in e.items() if b in metas}) for c, e in trees]
+
+
+def platform_host(root: Path, platform: str) -> dict | None:
+    path = root / "docs" / "_fragments" / platform / "platform.json"
+    return json.loads(path.read_text(encoding="utf-8")).get("fingerprint")
+
+
+@dataclass
+class Capture:
+    platform: str
+    key: str  # experiment@role
+    started: str
+    records: list[dict]
+    program: tuple = ()  # what was run: device, command, inputs-hash scheme and inputs hash
+
+
+def own_host(meta: dict, host: dict | None) -> bool:
+    """Whether a fragment was captured on the platform's machine: its recorded host fingerprint; for a
+    fragment older than that, the fields its machine record has (early ones lack the architecture,
+    which the platform key fixes anyway)."""
+    if isinstance(meta.get("host"), dict) or host is None:
+        return fpmod.same(fpmod.of_fragment(meta), host)
+    have = fpmod.of_fragment(meta) or {}
+    return bool(have) and all(v == host.get(k) for k, v in have.items() if v not in (None, ""))
+
+
+def history(root: Path, platform: str, snaps: list[Snapshot] | None = None) -> dict[str, list[Capture]]:
+    """experiment@role -> its captures on the platform's own host, oldest first (one per `started`, in its
+    latest committed version: `capture restamp` carries a capture to a newer inputs-hash scheme)."""
+    host = platform_host(root, platform)
+    out: dict[str, dict[str, Capture]] = {}
+    for snap in snaps if snaps is not None else snapshots(root, platform):
+        for key, meta in snap.metas.items():
+            if not own_host(meta, host) or not meta.get("started"):
+                continue
+            inputs = meta.get("inputs") or {}
+            program = (meta.get("device"), json.dumps(meta.get("command")), inputs.get("hash_version"),
+                       meta.get("inputs_hash"))
+            out.setdefault(key, {})[meta["started"]] = Capture(platform, key, meta["started"],
+                                                              list(meta.get("records") or []), program)
+    return {k: sorted(v.values(), key=lambda c: c.started) for k, v in out.items()}
+
+
+def _index(recs: list[dict]) -> dict[tuple, float]:
+    out = {}
+    for r in recs:
+        if _timing(r):
+            out[(r["name"], tuple(sorted((r.get("tags") or {}).items())))] = float(r["value"])
+    return out
+
+
+@dataclass
+class KindDrift:
+    logs: list[float] = field(default_factory=list)  # |ln ratio| between re-runs of identical inputs
+    changed_logs: list[float] = field(default_factory=list)  # ... between captures whose inputs changed
+    spread_logs: list[float] = field(default_factory=list)  # ln(max/min) over a record's repeats in one capture
+    # how far the ratio of two records of this kind from the same process moved (re-runs; changed inputs)
+    shared_logs: list[float] = field(default_factory=list)
+    shared_changed_logs: list[float] = field(default_factory=list)
+
+    def basis(self, shared: bool = False) -> tuple[list[float], str]:
+        """The pairs the drift is taken from: re-runs of identical inputs when there are enough; else those
+        and the captures across a change of the inputs too (which can only widen it)."""
+        logs, changed = (self.shared_logs, self.shared_changed_logs) if shared else (self.logs, self.changed_logs)
+        if len(logs) >= MIN_PAIRS:
+            return logs, "re-runs"
+        both = logs + changed
+        return (both, "re-runs and changed inputs") if len(both) >= MIN_PAIRS else ([], "")
+
+
+def quantile(xs: list[float], q: float) -> float:
+    s = sorted(xs)
+    return s[min(len(s) - 1, int(q * (len(s) - 1) + 0.5))] if s else 0.0
+
+
+def measure(root: Path, platform: str) -> dict[str, KindDrift]:
+    """Per kind, the moves between successive captures of the same program (same device, command and
+    inputs-hash scheme; identical inputs, or changed ones kept apart) and the spread inside each capture."""
+    out = {k: KindDrift() for k in KINDS}
+    for caps in history(root, platform).values():
+        for cap in caps:
+            groups: dict[tuple, list[float]] = {}
+            for (name, tags), v in _index(cap.records).items():
+                base = tuple((k, x) for k, x in tags if k not in REPEAT_TAGS)
+                groups.setdefault((name, base), []).append(v)
+            for (name, base), vs in groups.items():
+                if len(vs) > 1:
+                    out[kind(name, dict(base))].spread_logs.append(math.log(max(vs) / min(vs)))
+        for old, new in zip(caps, caps[1:]):
+            if old.program[:3] != new.program[:3]:  # another device, command or hash scheme: not comparable
+                continue
+            a, b = _index(old.records), _index(new.records)
+            same = old.program == new.program
+            moves: dict[tuple, list[float]] = {}  # (process, kind) -> ln(new / old) of each record
+            for k in sorted(a.keys() & b.keys()):
+                kd = out[kind(k[0], dict(k[1]))]
+                (kd.logs if same else kd.changed_logs).append(abs(math.log(b[k] / a[k])))
+                moves.setdefault((dict(k[1]).get("process", ""), kind(k[0], dict(k[1]))), []).append(
+                    math.log(b[k] / a[k]))
+            for (_, k), ms in moves.items():  # two records of one process: how far their ratio moved
+                kd = out[k]
+                shared = [abs(x - y) for i, x in enumerate(ms) for y in ms[i + 1:]]
+                (kd.shared_logs if same else kd.shared_changed_logs).extend(shared)
+    return out
+
+
+def platforms(root: Path) -> list[str]:
+    base = root / "docs" / "_fragments"
+    return sorted(p.name for p in base.iterdir() if (p / "platform.json").is_file())
+
+
+def _up(x: float) -> float:
+    return math.ceil(x * 1000) / 1000  # rounded up: never narrower than measured
+
+
+def table(root: Path) -> dict:
+    """The data file's content: per platform and kind, the drift factor and what it was measured from."""
+    measured = {p: measure(root, p) for p in platforms(root)}
+    plats: dict[str, dict] = {}
+    for p, kinds in measured.items():
+        rows = {}
+        for k, kd in kinds.items():
+            logs, source = kd.basis()
+            factor, source = (math.exp(max(logs)), source) if logs else (DEFAULT, "default")
+            shared, _ = kd.basis(shared=True)
+            rows[k] = {
+                "drift": _up(factor) if logs else DEFAULT,
+                # the ratio of two such records from the same process, where it moved less than two drifts
+                "shared": _up(math.exp(max(shared))) if shared and math.exp(max(shared)) < factor ** 2 else None,
+                "shared_pairs": len(shared),
+                "source": source,
+                "pairs": len(logs),
+                "reruns": len(kd.logs),
+                "changed": len(kd.changed_logs),
+                "p95": _up(math.exp(quantile(logs, 0.95))) if logs else None,
+                "spread_p95": _up(math.exp(quantile(kd.spread_logs, 0.95))) if kd.spread_logs else None,
+            }
+        plats[p] = rows
+    return {
+        "about": "Drift of each kind of timing between captures on the platform's own host: the largest factor "
+                 "a record moved by between successive captures of the same program (capture/evidence/drift.py). "
+                 "Recompute: python -m capture drift",
+        "default": DEFAULT,
+        "platforms": plats,
+    }
+
+
+def write(root: Path, data: dict) -> Path:
+    path = root / DATA
+    path.write_text(json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+    return path
+
+
+def render(data: dict) -> str:
+    lines = ["drift between captures on each platform's own host: the largest factor a record moved by (what the "
+             "verdict rule widens each spread by); its 95th percentile; the spread over repeats inside one capture"]
+    for p, rows in data["platforms"].items():
+        lines.append(p)
+        for k in KINDS:
+            r = rows[k]
+            p95 = f"{r['p95']:.3f}" if r["p95"] else "-"
+            sp = f"{r['spread_p95']:.3f}" if r["spread_p95"] else "-"
+            sh = f"x{r['shared']:.3f}" if r["shared"] else "-"
+            lines.append(f"  {k:<7} x{r['drift']:<7.3f} {r['source']:<26} {r['reruns']:>4} re-run pairs, "
+                         f"{r['changed']:>4} across changed inputs; p95 x{p95:<6} spread over repeats p95 x{sp:<8} "
+                         f"same-process ratio {sh} ({r['shared_pairs']} pairs)")
+    return "\n".join(lines)

@@ -1,0 +1,150 @@
+"""How a yes/no is decided from measurements: three values, from the spreads and the measured drift.
+
+One rule for every comparison the book draws from records (claims, verdict matrices, chart
+branches, the noise test), in one place:
+
+- A value read from records carries its spread: the lowest and highest of the repeats behind it
+  (an aggregate over runs, rounds or processes spans all of them; one record alone is a point).
+  Exact values (counts, sizes, words) have none.
+- A measured value also carries its *drift*: how far it may move from one capture to the next on its
+  machine, beyond what its repeats showed, as ln of a factor. A timing record's drift is the one
+  measured for its kind of figure on its platform (capture/evidence/drift.py: a cold first call, a device
+  time, a fastest, typical or slowest repeat, a per-step figure...; `docs/drift.json`, recomputed by
+  `python -m capture drift`). A product or ratio of measurements adds their drifts (the factors
+  multiply); a sum or an aggregate keeps the largest. Exact values have 0.
+- A comparison of exact values is plain true/false. A comparison that involves a measurement widens
+  each side's spread by its drift (lo / f, hi * f) and is **yes** when the widened spreads do not
+  overlap the way the comparison says, **no** when they do not overlap the other way, and
+  **cannot tell** when they overlap.
+
+So `a < b` with two timings says yes only when a's slowest repeat, raised by a's drift, stays below
+b's fastest repeat, lowered by b's drift: every capture the history shows would have ordered them the
+same way. Two figures of one kind from the same process (the same fragment and process, both sides
+aggregated the same way over the same processes) move together: where the history shows their ratio
+moves less than their two drifts together, each side is widened by half of that instead (`shared`). A kind of figure a platform has no history for (and every kind of a platform not in the
+table) takes DEFAULT, the old fixed rule: a factor 2 between two timings, sqrt(2) on each side. A claim
+that means "much less" says so with a factor (`a < 0.25 * b`) and gets its band around that factor.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import operator
+from pathlib import Path
+
+from capture.evidence.drift import DATA, DEFAULT, kind
+
+CANNOT_TELL = None  # the third value
+
+SYMBOLS = {"lt": "<", "le": "<=", "gt": ">", "ge": ">=", "eq": "==", "ne": "!="}
+_EXACT = {"lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge, "eq": operator.eq, "ne": operator.ne}
+MIN_DRIFT = math.log(1.001)  # a measured value always carries some drift (0 means exact)
+
+
+class Drifts:
+    """The measured drift table (docs/drift.json): per platform and kind, the factor a timing may move by."""
+
+    def __init__(self, table: dict | None = None):
+        self.table = table or {}
+
+    @classmethod
+    def load(cls, root: Path) -> Drifts:
+        """The committed table; none (a throwaway book) means DEFAULT for every kind."""
+        path = Path(root) / DATA
+        try:
+            return cls(json.loads(path.read_text(encoding="utf-8")))
+        except FileNotFoundError:
+            return cls()
+        except (OSError, ValueError) as e:
+            raise ValueError(f"{path}: cannot be read ({e}); recompute it with: python -m capture drift") from None
+
+    def _row(self, platform: str | None, kind_: str) -> dict:
+        return (self.table.get("platforms") or {}).get(platform or "", {}).get(kind_) or {}
+
+    def factor(self, platform: str | None, kind_: str) -> float:
+        return float(self._row(platform, kind_).get("drift") or DEFAULT)
+
+    def of_platform(self, platform: str | None) -> PlatformDrift:
+        return PlatformDrift(self, platform)
+
+    def of_record(self, platform: str | None):
+        """drift(name, tags) -> ln factor, for the records of one platform."""
+        return self.of_platform(platform).record
+
+
+class PlatformDrift:
+    """One platform's drifts, as the query language asks for them."""
+
+    def __init__(self, drifts: Drifts, platform: str | None):
+        self.drifts, self.platform = drifts, platform
+
+    def kind(self, name: str, tags: dict) -> str:
+        return kind(name, tags)
+
+    def record(self, name: str, tags: dict) -> float:
+        """A timing record's drift, ln of its kind's factor on this platform."""
+        return max(MIN_DRIFT, math.log(self.drifts.factor(self.platform, kind(name, tags))))
+
+    def shared(self, kind_: str) -> float | None:
+        """ln of how far the ratio of two records of this kind from one process moved at most, where the
+        history shows it moves less than the two drifts together; None elsewhere."""
+        s = self.drifts._row(self.platform, kind_).get("shared")
+        return math.log(float(s)) if s else None
+
+
+DEFAULT_DRIFTS = Drifts()
+
+
+def pair_drifts(left_drift: float, right_drift: float, shared: float | None) -> tuple[float, float]:
+    """The drifts a comparison widens its two sides by: their own, or for two figures of one kind from the
+    same process (query.Value.proc), half the measured drift of their ratio each where that is smaller."""
+    if shared is not None and shared < left_drift + right_drift:
+        return shared / 2, shared / 2
+    return left_drift, right_drift
+
+
+def widened(spread: tuple[float, float], drift: float) -> tuple[float, float]:
+    """A spread widened by a drift (ln factor): positive bounds scale, others shift by the same share."""
+    lo, hi = spread
+    f = math.exp(drift)
+    if lo > 0:
+        return lo / f, hi * f
+    slack = (f - 1) * max(abs(lo), abs(hi))
+    return lo - slack, hi + slack
+
+
+def decide(op: str, left: tuple[float, float], right: tuple[float, float],
+           left_drift: float, right_drift: float) -> bool | None:
+    """`left op right` for spreads (lo, hi), each widened by its drift (ln factor; 0 for exact values).
+
+    op is one of lt, le, gt, ge (eq/ne of measurements are refused by the caller).
+    """
+    if left_drift == 0 and right_drift == 0:
+        return _EXACT[op](left[0], right[0])
+    (llo, lhi), (rlo, rhi) = widened(left, left_drift), widened(right, right_drift)
+    below, above = lhi < rlo, llo > rhi
+    if op in ("lt", "le"):
+        return True if below else False if above else CANNOT_TELL
+    return True if above else False if below else CANNOT_TELL
+
+
+def kleene_and(values: list[bool | None]) -> bool | None:
+    if any(v is False for v in values):
+        return False
+    return CANNOT_TELL if any(v is CANNOT_TELL for v in values) else True
+
+
+def kleene_or(values: list[bool | None]) -> bool | None:
+    if any(v is True for v in values):
+        return True
+    return CANNOT_TELL if any(v is CANNOT_TELL for v in values) else False
+
+
+def kleene_not(v: bool | None) -> bool | None:
+    return CANNOT_TELL if v is CANNOT_TELL else not v
+
+
+def word(v: bool | None) -> str:
+    """English, for logs and status."""
+    return "yes" if v is True else "no" if v is False else "cannot tell"

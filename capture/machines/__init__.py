@@ -1,0 +1,6 @@
+"""Which machine this is and what it can run: platform keys and detection (platform), device
+roles (roles), host fingerprints (fingerprint), a platform's platform.json (identity), the one-host-per-
+platform rule (hosts), interpreter and toolchain versions (versions).
+
+May use: system, storage.
+"""
