@@ -108,7 +108,7 @@ def test_the_outputs_details_name_the_features_the_build_turned_on(monkeypatch):
             return Ident()
 
         def experiment(self, key):
-            return type("Exp", (), {"crate": "exec-gpu"})()
+            return type("Exp", (), {"crate": "exec-gpu", "build_crate": "exec-gpu"})()
 
     class Key:
         exp, role = "chain8", "gpu"

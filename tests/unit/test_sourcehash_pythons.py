@@ -35,7 +35,7 @@ def g():
 PROBE = r"""
 import hashlib, sys
 sys.path.insert(0, sys.argv[1])
-from capture import sourcehash
+from capture.plan import sourcehash
 for path in sys.argv[2:]:
     data = open(path, 'rb').read()
     both = sourcehash.normalised('x.py', data, 'code') + '\0' + sourcehash.normalised('x.py', data, 'lines')
