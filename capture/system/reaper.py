@@ -37,6 +37,7 @@ _PROC = Path("/proc")
 
 
 def _prctl():
+    """prctl from libc on Linux (None elsewhere, or when libc cannot be loaded); the runner uses it too."""
     if not sys.platform.startswith("linux"):
         return None
     try:
@@ -45,11 +46,11 @@ def _prctl():
         return None
 
 
-_PRCTL = _prctl()
+PRCTL = _prctl()
 
 
 def _set_subreaper(on: bool) -> bool:
-    return _PRCTL is not None and _PRCTL(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0
+    return PRCTL is not None and PRCTL(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0
 
 
 def alive(pid: int) -> bool:

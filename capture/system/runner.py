@@ -21,8 +21,6 @@ records the interruption. `signals_deferred` holds them while a fragment is bein
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import os
 import signal
 import subprocess
@@ -129,17 +127,6 @@ class _Watchdog:
 _watchdog = _Watchdog()
 
 
-def _pdeathsig():
-    """prctl from libc on Linux (None elsewhere, or when libc cannot be loaded)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-
-
-_PRCTL = _pdeathsig()
 PR_SET_PDEATHSIG = 1
 
 
@@ -153,8 +140,8 @@ def _child_setup(parent: int):
             with contextlib.suppress(OSError, ValueError):
                 signal.signal(sig, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_SETMASK, [])
-        if _PRCTL is not None:
-            _PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if reaper.PRCTL is not None:
+            reaper.PRCTL(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         if os.getppid() != parent:
             os._exit(137)
 
