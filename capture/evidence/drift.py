@@ -6,21 +6,26 @@ on its platform before it compares. That drift is measured here, not assumed:
 - Captures: every committed version of a platform's fragment JSON (`git log` of docs/_fragments,
   one capture per distinct `started` time), kept only when its host is the platform's own machine
   (the recorded `host` fingerprint; for fragments older than that, their `machine` record).
-- Pairs: the same record (name and every tag, process and round included) in two successive captures
-  of the same experiment and role. Each pair gives |ln(new / old)|.
+- Figures: the records of one name and tags but for the repeat tags (process, run, round) are one
+  figure, as the pages aggregate them: its centre (the median of its repeats), its fastest repeat, and
+  its spread (fastest to slowest). A record without repeats is a figure on its own.
+- Pairs: the same figure in two successive captures of the same experiment and role. A pair's move is
+  how far it went beyond what the other capture's repeats showed, as |ln| of a factor: the larger of
+  how far each capture's median lies outside the other's spread (0 inside it), and how far the fastest
+  repeat moved. That is exactly what the verdict rule widens a spread by, so a figure whose move is at
+  most f keeps every yes of that capture from becoming a no in the other (a median stays within the
+  other's spread widened by f; a minimum moves by at most f). One slow repeat widens its own capture's
+  spread; it does not count as drift.
 - Kind: what sort of figure a record is (`kind()`, the one place that decides it): a cold first call,
   a device time, a fastest repeat, a slowest repeat, a typical (median) figure, or one host-side
   average (per op, per step, one round).
-- Drift of a kind on a platform: the largest |ln ratio| of its pairs, as a factor (e^x). The largest,
-  not a quantile: a drift narrower than the data show would let a verdict flip. Pairs of identical
-  inputs (the same program re-run) come first; where a kind has fewer than MIN_PAIRS of them, pairs
-  across a change of the inputs (same device, command and hash scheme) count too, which can only widen
-  it. A kind with fewer pairs than that has no history there: it takes DEFAULT, the old fixed rule
-  (a factor 2 between two timings, so sqrt(2) on each side), as does every kind of a platform not
-  in the table (a new machine before its second capture).
-
-Every record moving by at most a factor f moves every aggregate of records (min, median, max, mean) and
-its spread by at most f too, so the per-record figure is sound for every value the pages compute.
+- Drift of a kind on a platform: the largest move of its pairs, as a factor (e^x). The largest, not a
+  quantile: a drift narrower than the data show would let a verdict flip. Pairs of identical inputs
+  (the same program re-run) come first; where they hold fewer than MIN_PAIRS records, pairs across a
+  change of the inputs (same device, command and hash scheme) count too, which can only widen it. A
+  kind with fewer records than that has no history there: it takes DEFAULT, the old fixed rule
+  (a factor 2 between two timings, so sqrt(2) on each side), as does every kind of a platform not in
+  the table (a new machine before its second capture).
 
     python -m capture drift [--json]    re-measures and writes docs/drift.json (commit it)
 
@@ -32,6 +37,7 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -186,9 +192,14 @@ def _index(recs: list[dict]) -> dict[tuple, float]:
 
 @dataclass
 class KindDrift:
-    logs: list[float] = field(default_factory=list)  # |ln ratio| between re-runs of identical inputs
+    logs: list[float] = field(default_factory=list)  # each figure's move between re-runs of identical inputs
     changed_logs: list[float] = field(default_factory=list)  # ... between captures whose inputs changed
-    spread_logs: list[float] = field(default_factory=list)  # ln(max/min) over a record's repeats in one capture
+    # the figure behind each move ("experiment@role name{tags}"), in step with logs and changed_logs
+    who: list[str] = field(default_factory=list)
+    changed_who: list[str] = field(default_factory=list)
+    records: int = 0  # how many records the re-run pairs compared (MIN_PAIRS counts these)
+    changed_records: int = 0
+    spread_logs: list[float] = field(default_factory=list)  # ln(max/min) over a figure's repeats in one capture
     # how far the ratio of two records of this kind from the same process moved (re-runs; changed inputs)
     shared_logs: list[float] = field(default_factory=list)
     shared_changed_logs: list[float] = field(default_factory=list)
@@ -196,11 +207,42 @@ class KindDrift:
     def basis(self, shared: bool = False) -> tuple[list[float], str]:
         """The pairs the drift is taken from: re-runs of identical inputs when there are enough; else those
         and the captures across a change of the inputs too (which can only widen it)."""
-        logs, changed = (self.shared_logs, self.shared_changed_logs) if shared else (self.logs, self.changed_logs)
-        if len(logs) >= MIN_PAIRS:
+        if shared:
+            logs, changed = self.shared_logs, self.shared_changed_logs
+            n, n_changed = len(logs), len(changed)
+        else:
+            logs, changed = self.logs, self.changed_logs
+            n, n_changed = self.records, self.changed_records
+        if n >= MIN_PAIRS:
             return logs, "re-runs"
-        both = logs + changed
-        return (both, "re-runs and changed inputs") if len(both) >= MIN_PAIRS else ([], "")
+        return (logs + changed, "re-runs and changed inputs") if n + n_changed >= MIN_PAIRS else ([], "")
+
+    def widest(self) -> str:
+        """The figure whose move set the drift ("" where the drift is not measured)."""
+        logs, source = self.basis()
+        who = self.who + self.changed_who if source.endswith("changed inputs") else self.who
+        return who[max(range(len(logs)), key=logs.__getitem__)] if logs else ""
+
+
+def figures(records: list[dict]) -> dict[tuple, list[float]]:
+    """(name, tags but the repeat tags) -> the values of its repeats: one figure as the pages aggregate it."""
+    out: dict[tuple, list[float]] = {}
+    for (name, tags), v in _index(records).items():
+        out.setdefault((name, tuple((k, x) for k, x in tags if k not in REPEAT_TAGS)), []).append(v)
+    return out
+
+
+def _outside(centre: float, spread: list[float]) -> float:
+    """|ln| of how far a value lies outside the range of some repeats (0 inside it)."""
+    return max(0.0, math.log(centre / max(spread)), math.log(min(spread) / centre))
+
+
+def move(old: list[float], new: list[float]) -> float:
+    """How far one figure moved between two captures beyond what their repeats showed (|ln| of a factor):
+    each capture's median against the other's spread, and the fastest repeat against the fastest. (Not the
+    mean: one slow repeat drags it; the pages compare medians and minimums of repeats.)"""
+    beyond = [_outside(statistics.median(mine), other) for mine, other in ((old, new), (new, old))]
+    return max(beyond + [abs(math.log(min(new) / min(old)))])
 
 
 def quantile(xs: list[float], q: float) -> float:
@@ -209,27 +251,35 @@ def quantile(xs: list[float], q: float) -> float:
 
 
 def measure(root: Path, platform: str) -> dict[str, KindDrift]:
-    """Per kind, the moves between successive captures of the same program (same device, command and
-    inputs-hash scheme; identical inputs, or changed ones kept apart) and the spread inside each capture."""
+    """Per kind, the moves of figures between successive captures of the same program (same device, command
+    and inputs-hash scheme; identical inputs, or changed ones kept apart) and the spread inside each capture."""
     out = {k: KindDrift() for k in KINDS}
     for caps in history(root, platform).values():
         for cap in caps:
-            groups: dict[tuple, list[float]] = {}
-            for (name, tags), v in _index(cap.records).items():
-                base = tuple((k, x) for k, x in tags if k not in REPEAT_TAGS)
-                groups.setdefault((name, base), []).append(v)
-            for (name, base), vs in groups.items():
+            for (name, base), vs in figures(cap.records).items():
                 if len(vs) > 1:
                     out[kind(name, dict(base))].spread_logs.append(math.log(max(vs) / min(vs)))
         for old, new in zip(caps, caps[1:]):
             if old.program[:3] != new.program[:3]:  # another device, command or hash scheme: not comparable
                 continue
-            a, b = _index(old.records), _index(new.records)
             same = old.program == new.program
+            fa, fb = figures(old.records), figures(new.records)
+            for fig in sorted(fa.keys() & fb.keys()):
+                kd = out[kind(fig[0], dict(fig[1]))]
+                n = min(len(fa[fig]), len(fb[fig]))
+                tags = ",".join(f"{k}={v}" for k, v in fig[1])
+                label = f"{new.key} {fig[0]}" + (f"{{{tags}}}" if tags else "")
+                if same:
+                    kd.logs.append(move(fa[fig], fb[fig]))
+                    kd.who.append(label)
+                    kd.records += n
+                else:
+                    kd.changed_logs.append(move(fa[fig], fb[fig]))
+                    kd.changed_who.append(label)
+                    kd.changed_records += n
+            a, b = _index(old.records), _index(new.records)
             moves: dict[tuple, list[float]] = {}  # (process, kind) -> ln(new / old) of each record
             for k in sorted(a.keys() & b.keys()):
-                kd = out[kind(k[0], dict(k[1]))]
-                (kd.logs if same else kd.changed_logs).append(abs(math.log(b[k] / a[k])))
                 moves.setdefault((dict(k[1]).get("process", ""), kind(k[0], dict(k[1]))), []).append(
                     math.log(b[k] / a[k]))
             for (_, k), ms in moves.items():  # two records of one process: how far their ratio moved
@@ -265,6 +315,8 @@ def table(root: Path) -> dict:
                 "shared_pairs": len(shared),
                 "source": source,
                 "pairs": len(logs),
+                "widest": kd.widest(),
+                "records": kd.records + (kd.changed_records if source.endswith("changed inputs") else 0),
                 "reruns": len(kd.logs),
                 "changed": len(kd.changed_logs),
                 "p95": _up(math.exp(quantile(logs, 0.95))) if logs else None,
@@ -273,7 +325,7 @@ def table(root: Path) -> dict:
         plats[p] = rows
     return {
         "about": "Drift of each kind of timing between captures on the platform's own host: the largest factor "
-                 "a record moved by between successive captures of the same program (capture/evidence/drift.py). "
+                 "a figure moved by, beyond the spread of its repeats, between successive captures of the same program (capture/evidence/drift.py). "
                  "Recompute: python -m capture drift",
         "default": DEFAULT,
         "platforms": plats,
@@ -287,8 +339,8 @@ def write(root: Path, data: dict) -> Path:
 
 
 def render(data: dict) -> str:
-    lines = ["drift between captures on each platform's own host: the largest factor a record moved by (what the "
-             "verdict rule widens each spread by); its 95th percentile; the spread over repeats inside one capture"]
+    lines = ["drift between captures on each platform's own host: the largest factor a figure moved by beyond "
+             "its repeats (what the verdict rule widens each spread by); its 95th percentile; the spread over repeats inside one capture"]
     for p, rows in data["platforms"].items():
         lines.append(p)
         for k in KINDS:
@@ -297,6 +349,8 @@ def render(data: dict) -> str:
             sp = f"{r['spread_p95']:.3f}" if r["spread_p95"] else "-"
             sh = f"x{r['shared']:.3f}" if r["shared"] else "-"
             lines.append(f"  {k:<7} x{r['drift']:<7.3f} {r['source']:<26} {r['reruns']:>4} re-run pairs, "
-                         f"{r['changed']:>4} across changed inputs; p95 x{p95:<6} spread over repeats p95 x{sp:<8} "
+                         f"{r['changed']:>4} across changed inputs ({r.get('records', 0)} records); p95 x{p95:<6} spread over repeats p95 x{sp:<8} "
                          f"same-process ratio {sh} ({r['shared_pairs']} pairs)")
+            if r.get("widest"):
+                lines.append(f"          set by {r['widest']}")
     return "\n".join(lines)

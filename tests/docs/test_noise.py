@@ -51,7 +51,7 @@ def test_the_committed_drift_table_is_what_the_history_gives():
         f"{drift.DATA} is out of date: python -m capture drift"
     for plat, rows in committed["platforms"].items():
         for k, row in rows.items():
-            assert row["drift"] >= 1.0 and (row["source"] == "default" or row["pairs"] >= drift.MIN_PAIRS), (plat, k)
+            assert row["drift"] >= 1.0 and (row["source"] == "default" or row["records"] >= drift.MIN_PAIRS), (plat, k)
 
 
 def test_the_expressions_cover_claims_matrices_and_charts():

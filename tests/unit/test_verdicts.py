@@ -200,3 +200,55 @@ def test_the_issue_example_is_decided_by_a_drift_under_1_2_and_not_by_one_over_i
     candle, burn = (70.0e-6, 71.8e-6), (104.0e-6, 107.0e-6)
     assert verdict.decide("lt", candle, burn, math.log(1.2), math.log(1.2)) is True
     assert verdict.decide("lt", candle, burn, math.log(1.21), math.log(1.21)) is None
+
+
+# -- the drift of a figure: its move beyond what its repeats showed (capture/evidence/drift.py) ---------------
+
+def test_one_slow_repeat_widens_its_own_spread_and_is_not_drift():
+    """burn's synced return on the H200: one run went 0.20 -> 0.86 ms while the others stayed put."""
+    old, new = [0.20, 0.21, 0.20, 0.22, 0.20], [0.20, 0.86, 0.21, 0.20, 0.21]
+    assert drift.move(old, new) == pytest.approx(abs(math.log(0.20 / 0.20)), abs=1e-12)
+
+
+def test_a_centre_that_leaves_the_other_captures_spread_is_drift_by_how_far_it_left():
+    old, new = [100.0, 104.0, 107.0], [139.0, 150.0, 159.0]  # the whole figure moved
+    # new median 150 lies ln(150/107) above old's slowest; old median 104 lies ln(139/104) below new's fastest
+    want = max(math.log(150 / 107), math.log(139 / 104), math.log(139 / 100))
+    assert drift.move(old, new) == pytest.approx(want)
+    assert drift.move(new, old) == pytest.approx(want)  # symmetric
+
+
+def test_the_fastest_repeat_moving_is_drift_even_inside_the_spread():
+    """min() of repeats is a point on a page; its move counts in full."""
+    assert drift.move([1.0, 2.0, 3.0], [1.5, 2.0, 3.0]) == pytest.approx(math.log(1.5))
+
+
+def test_a_figure_without_repeats_moves_by_its_ratio():
+    assert drift.move([2.0], [3.0]) == pytest.approx(math.log(1.5))
+
+
+def test_figures_group_repeats_and_keep_the_other_tags_apart():
+    recs = [rec("x.median", v, process=p, size=s) for p, (v, s) in enumerate([(1, 8), (2, 8), (5, 16)])]
+    recs.append(rec("x.count", 3, unit=""))  # not a timing
+    figs = drift.figures(recs)
+    assert sorted(figs.values()) == [[1.0, 2.0], [5.0]]
+
+
+def test_a_yes_holds_in_the_next_capture_when_each_figure_moved_within_the_drift():
+    """The rule's promise, checked on random captures: figures whose move (drift.move) is at most the drift
+    never turn a yes into a no when each capture's verdict is taken from its own repeats."""
+    rnd = random.Random(3)
+    f = 1.3
+    checked = 0
+    for _ in range(3000):
+        a = [rnd.uniform(1, 1.2) * rnd.choice([1, 1, 1, 3]) for _ in range(3)]
+        b = [rnd.uniform(1, 1.2) * rnd.uniform(1.5, 3) for _ in range(3)]
+        a2 = [x * rnd.uniform(0.8, 1.25) for x in a]
+        b2 = [x * rnd.uniform(0.8, 1.25) for x in b]
+        if max(drift.move(a, a2), drift.move(b, b2)) > math.log(f):
+            continue
+        before = verdict.decide("lt", (min(a), max(a)), (min(b), max(b)), math.log(f), math.log(f))
+        after = verdict.decide("lt", (min(a2), max(a2)), (min(b2), max(b2)), math.log(f), math.log(f))
+        assert {before, after} != {True, False}, (a, b, a2, b2)
+        checked += 1 if before is not None else 0
+    assert checked > 100
