@@ -23,6 +23,7 @@ from functools import cached_property
 from pathlib import Path
 
 from capture.evidence import alike
+from capture.evidence import runs as runsmod
 from capture.machines import fingerprint as fpmod
 from capture.machines import identity as identitymod
 from capture.plan import inputs as inputsmod
@@ -103,6 +104,7 @@ class Book:
         # platform -> why its folder (capture/storage/store.py folder_problems) or its platform.json cannot be used
         self.broken: dict[str, str] = self.store.folder_problems()
         self._states: dict[tuple[str, FragmentKey], FragmentState] = {}
+        self._runs: dict[str, dict[str, str]] = {}
         # This host is the local platform's machine only if their fingerprints agree: a CI runner or
         # a new box that detects the same key is another machine, and the committed fragments are not its own.
         self.other_host = ""
@@ -301,7 +303,21 @@ class Book:
                 seen[ref] = recs
             return recs
 
-        return Evaluator(lookup, self.drifts.of_platform(platform))
+        return Evaluator(lookup, self.drifts.of_platform(platform, self.runs(platform)))
+
+    def runs(self, platform: str) -> dict[str, str]:
+        """fragment key -> the run it was captured in on that platform (capture/evidence/runs.py)."""
+        if platform not in self._runs:
+            metas = {}
+            for key in self.store.keys(platform):
+                try:
+                    frag = self.fragment(platform, FragmentKey.parse(key))
+                except ValueError:
+                    continue
+                if frag is not None and not frag.corrupt and isinstance(frag.meta, dict):
+                    metas[key] = frag.meta
+            self._runs[platform] = runsmod.label(metas)
+        return self._runs[platform]
 
     @cached_property
     def drifts(self) -> verdictmod.Drifts:

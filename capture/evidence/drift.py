@@ -42,6 +42,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from capture.evidence import runs as runsmod
 from capture.machines import fingerprint as fpmod
 
 DATA = "docs/drift.json"  # relative to the repository root; read by capture/evidence/verdict.py
@@ -153,6 +154,7 @@ class Capture:
     started: str
     records: list[dict]
     program: tuple = ()  # what was run: device, command, inputs-hash scheme and inputs hash
+    when: dict = field(default_factory=dict)  # started, wall_s and run: which run it belongs to (runs.py)
 
 
 def own_host(meta: dict, host: dict | None) -> bool:
@@ -177,8 +179,9 @@ def history(root: Path, platform: str, snaps: list[Snapshot] | None = None) -> d
             inputs = meta.get("inputs") or {}
             program = (meta.get("device"), json.dumps(meta.get("command")), inputs.get("hash_version"),
                        meta.get("inputs_hash"))
+            when = {k: meta[k] for k in ("started", "wall_s", "run") if k in meta}
             out.setdefault(key, {})[meta["started"]] = Capture(platform, key, meta["started"],
-                                                              list(meta.get("records") or []), program)
+                                                              list(meta.get("records") or []), program, when)
     return {k: sorted(v.values(), key=lambda c: c.started) for k, v in out.items()}
 
 
@@ -203,12 +206,16 @@ class KindDrift:
     # how far the ratio of two records of this kind from the same process moved (re-runs; changed inputs)
     shared_logs: list[float] = field(default_factory=list)
     shared_changed_logs: list[float] = field(default_factory=list)
+    # how far the ratio of two figures of this kind captured in one run moved, beyond their spreads
+    run_logs: list[float] = field(default_factory=list)
+    run_changed_logs: list[float] = field(default_factory=list)
 
-    def basis(self, shared: bool = False) -> tuple[list[float], str]:
+    def basis(self, shared: bool = False, run: bool = False) -> tuple[list[float], str]:
         """The pairs the drift is taken from: re-runs of identical inputs when there are enough; else those
         and the captures across a change of the inputs too (which can only widen it)."""
-        if shared:
-            logs, changed = self.shared_logs, self.shared_changed_logs
+        if shared or run:
+            logs, changed = (self.shared_logs, self.shared_changed_logs) if shared else \
+                (self.run_logs, self.run_changed_logs)
             n, n_changed = len(logs), len(changed)
         else:
             logs, changed = self.logs, self.changed_logs
@@ -243,6 +250,17 @@ def move(old: list[float], new: list[float]) -> float:
     mean: one slow repeat drags it; the pages compare medians and minimums of repeats.)"""
     beyond = [_outside(statistics.median(mine), other) for mine, other in ((old, new), (new, old))]
     return max(beyond + [abs(math.log(min(new) / min(old)))])
+
+
+def ratio_move(x_old: list[float], y_old: list[float], x_new: list[float], y_new: list[float]) -> float:
+    """How far the ratio of two figures moved between two captures beyond what their repeats showed: each
+    capture's ratio of medians against the other's range of ratios (fastest over slowest to slowest over
+    fastest), and the ratio of their fastest repeats against the other's; |ln| of a factor."""
+    def outside(x, y, x2, y2):
+        centre = statistics.median(x2) / statistics.median(y2)
+        return _outside(centre, [min(x) / max(y), max(x) / min(y)])
+    fastest = abs(math.log((min(x_new) / min(y_new)) / (min(x_old) / min(y_old))))
+    return max(outside(x_old, y_old, x_new, y_new), outside(x_new, y_new, x_old, y_old), fastest)
 
 
 def quantile(xs: list[float], q: float) -> float:
@@ -286,7 +304,40 @@ def measure(root: Path, platform: str) -> dict[str, KindDrift]:
                 kd = out[k]
                 shared = [abs(x - y) for i, x in enumerate(ms) for y in ms[i + 1:]]
                 (kd.shared_logs if same else kd.shared_changed_logs).extend(shared)
+    _run_pairs(history(root, platform), out)
     return out
+
+
+def _run_pairs(hist: dict[str, list[Capture]], out: dict[str, KindDrift]) -> None:
+    """Two figures of one kind captured in one run, and again both in a later run (the next run that has
+    both): how far their ratio moved (ratio_move). Identical inputs on both sides count as re-runs."""
+    labels = runsmod.label({f"{c.key}\t{c.started}": c.when for caps in hist.values() for c in caps})
+    by_run: dict[str, dict[str, Capture]] = {}
+    for caps in hist.values():
+        for c in caps:
+            run = labels.get(f"{c.key}\t{c.started}")
+            if run:
+                by_run.setdefault(run, {})[c.key] = c
+    order = sorted(by_run, key=lambda r: min(c.started for c in by_run[r].values()))
+    figs = {(r, k): figures(c.records) for r in order for k, c in by_run[r].items()}
+    keys = sorted({k for r in order for k in by_run[r]})
+    for i, k1 in enumerate(keys):
+        for k2 in keys[i:]:
+            both = [r for r in order if k1 in by_run[r] and k2 in by_run[r]]
+            for r_old, r_new in zip(both, both[1:]):
+                c1, c1n, c2, c2n = by_run[r_old][k1], by_run[r_new][k1], by_run[r_old][k2], by_run[r_new][k2]
+                if c1.program[:3] != c1n.program[:3] or c2.program[:3] != c2n.program[:3]:
+                    continue
+                same = c1.program == c1n.program and c2.program == c2n.program
+                f1, f1n, f2, f2n = figs[(r_old, k1)], figs[(r_new, k1)], figs[(r_old, k2)], figs[(r_new, k2)]
+                common1, common2 = sorted(f1.keys() & f1n.keys()), sorted(f2.keys() & f2n.keys())
+                for a in common1:
+                    ka = kind(a[0], dict(a[1]))
+                    for b in common2:
+                        if (k1 == k2 and a >= b) or kind(b[0], dict(b[1])) != ka:
+                            continue
+                        m = ratio_move(f1[a], f2[b], f1n[a], f2n[b])
+                        (out[ka].run_logs if same else out[ka].run_changed_logs).append(m)
 
 
 def platforms(root: Path) -> list[str]:
@@ -308,11 +359,15 @@ def table(root: Path) -> dict:
             logs, source = kd.basis()
             factor, source = (math.exp(max(logs)), source) if logs else (DEFAULT, "default")
             shared, _ = kd.basis(shared=True)
+            run, _ = kd.basis(run=True)
             rows[k] = {
                 "drift": _up(factor) if logs else DEFAULT,
                 # the ratio of two such records from the same process, where it moved less than two drifts
                 "shared": _up(math.exp(max(shared))) if shared and math.exp(max(shared)) < factor ** 2 else None,
                 "shared_pairs": len(shared),
+                # the ratio of two such figures captured in one run, where it moved less than two drifts
+                "run": _up(math.exp(max(run))) if run and math.exp(max(run)) < factor ** 2 else None,
+                "run_pairs": len(run),
                 "source": source,
                 "pairs": len(logs),
                 "widest": kd.widest(),
@@ -350,7 +405,8 @@ def render(data: dict) -> str:
             sh = f"x{r['shared']:.3f}" if r["shared"] else "-"
             lines.append(f"  {k:<7} x{r['drift']:<7.3f} {r['source']:<26} {r['reruns']:>4} re-run pairs, "
                          f"{r['changed']:>4} across changed inputs ({r.get('records', 0)} records); p95 x{p95:<6} spread over repeats p95 x{sp:<8} "
-                         f"same-process ratio {sh} ({r['shared_pairs']} pairs)")
+                         f"same-process ratio {sh} ({r['shared_pairs']} pairs); same-run ratio "
+                         f"{'x%.3f' % r['run'] if r.get('run') else '-'} ({r.get('run_pairs', 0)} pairs)")
             if r.get("widest"):
                 lines.append(f"          set by {r['widest']}")
     return "\n".join(lines)

@@ -7,7 +7,8 @@ three ways on each captured platform:
   docs/_fragments/<platform>; fragments another host captured are left out, as the pages leave them
   out). No verdict may be yes in one state and no in another.
 - drift: every timing record multiplied by its own factor drawn within its kind's measured drift
-  on that platform (docs/drift.json), records of one process moving together within their shared drift
+  on that platform (docs/drift.json), records of one run and of one process moving together within their
+  run and shared drifts
   (a stats triple X.min / X.median / X.max is re-sorted, as repeats that moved would sort). A verdict
   may become cannot tell; it may never go from yes to no or back.
 - extreme: the same with factors growing step by step up to EXTREME (10x) either way: the expressions
@@ -60,19 +61,25 @@ def perturb(records: list[dict], factor) -> list[dict]:
 
 
 def within_drift(rng: random.Random, pd: verdict.PlatformDrift):
-    """factor(fragment key, record): uniform in log within the record's kind's measured drift; where the
-    kind has a shared drift (two records of one process move together), a factor common to the process
-    times one within half the shared drift, so that their ratio stays within it too."""
+    """factor(fragment key, record): uniform in log within the record's kind's measured drift, nested so that
+    the ratios the rule relies on stay within theirs too: records of one run (capture/evidence/runs.py) share
+    a common factor and move apart by at most their run drift; records of one process, by at most their
+    shared drift."""
     common: dict[tuple, float] = {}
 
     def factor(key: str, r: dict) -> float:
         tags = r.get("tags") or {}
         k, d = pd.kind(r["name"], tags), pd.record(r["name"], tags)
-        s = pd.shared(k)
-        if s is None or s / 2 >= d:
-            return math.exp(rng.uniform(-d, d))
-        c = common.setdefault((key, tags.get("process", ""), k), rng.uniform(-1, 1))
-        return math.exp(c * (d - s / 2) + rng.uniform(-1, 1) * s / 2)
+        s_proc, s_run = pd.shared(k), pd.run_shared(k, (key,))
+        own = min([d] + [x / 2 for x in (s_proc, s_run) if x is not None])  # apart from everything
+        apart_in_run = d if s_run is None else min(d, s_run / 2)  # how far two processes of one run move apart
+        in_run = max(0.0, apart_in_run - own)  # the process's share
+        run_part = d - own - in_run  # the run's common share
+        run = pd.runs.get(key, key)
+        x = (common.setdefault(("run", run, k), rng.uniform(-1, 1)) * run_part
+             + common.setdefault(("proc", key, tags.get("process", ""), k), rng.uniform(-1, 1)) * in_run
+             + rng.uniform(-1, 1) * own)
+        return math.exp(x)
 
     return factor
 

@@ -534,10 +534,15 @@ class _Ctx:
                      timed=bool(numeric and (av.drift or bv.drift)))
 
     def shared(self, a: Value, b: Value) -> float | None:
-        """The shared drift of two figures of one kind from the same process (capture/evidence/verdict.py)."""
-        if a.drift and b.drift and a.kind and a.kind == b.kind and a.proc and a.proc == b.proc:
-            return self.drift.shared(a.kind)
-        return None
+        """The drift two figures of one kind share (capture/evidence/verdict.py): from the same process, or
+        captured in one run; the smaller where both apply."""
+        if not (a.drift and b.drift and a.kind and a.kind == b.kind):
+            return None
+        found = [self.drift.run_shared(a.kind, _srcs(a, b))]
+        if a.proc and a.proc == b.proc:
+            found.append(self.drift.shared(a.kind))
+        found = [x for x in found if x is not None]
+        return min(found) if found else None
 
     def _side(self, node, v: Value) -> str:
         text = v.label if v.label and isinstance(node, ast.Name) else self.text(node)

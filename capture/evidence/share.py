@@ -1,6 +1,8 @@
 """The verdicts the pages draw from timings, and how many of them the data decide.
 
-Every claim, verdict-matrix row (for each role) and chart branch is a yes/no expression. On each
+Every claim, verdict-matrix row (for each role), chart branch and {cmp} comparison in words (which one is
+faster, or 说不清) is a yes/no expression; a comparison `A vs B` counts as `(A) < (B)`, which the rule decides
+exactly when the words name a side. On each
 platform the ones that compare measurements are *timing verdicts*; this counts how many say yes,
 no and cannot tell there, and names the cannot-tell ones with both sides' spreads widened by their
 drift (capture/evidence/verdict.py), so an author sees which experiments need more repeats or processes.
@@ -18,10 +20,11 @@ from capture.evidence.claims import find_claims
 
 _ROWS = re.compile(r"^\s*:rows:\s*(.*)$")
 _CHART_CALL = re.compile(r"""\b(?:holds|fails)\(\s*(['"])(.*?)\1\s*\)""")
+_CMP = re.compile(r"\{cmp\}`([^`]+)`")
 
 
 def verdict_expressions(docs: Path) -> list[tuple[str, str]]:
-    """(where, expression) for every claim, verdict-matrix row (each role) and chart branch in the pages."""
+    """(where, expression) for every claim, verdict-matrix row (each role), chart branch and {cmp} in the pages."""
     out = [(f"{s.page.name}:{s.line}", s.expr) for s in find_claims(docs)]
     for page in sorted(docs.rglob("*.md")):
         if any(part.startswith("_") for part in page.relative_to(docs).parts):
@@ -40,6 +43,10 @@ def verdict_expressions(docs: Path) -> list[tuple[str, str]]:
                 in_matrix = False
             for cm in _CHART_CALL.finditer(line):
                 out.append((f"{page.name}:{n} chart", cm.group(2)))
+            for cm in _CMP.finditer(line):
+                a, vs, b = cm.group(1).partition("|")[0].partition(" vs ")
+                if vs:
+                    out.append((f"{page.name}:{n} cmp", f"({a.strip()}) < ({b.strip()})"))
     return out
 
 

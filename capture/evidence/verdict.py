@@ -21,7 +21,10 @@ So `a < b` with two timings says yes only when a's slowest repeat, raised by a's
 b's fastest repeat, lowered by b's drift: every capture the history shows would have ordered them the
 same way. Two figures of one kind from the same process (the same fragment and process, both sides
 aggregated the same way over the same processes) move together: where the history shows their ratio
-moves less than their two drifts together, each side is widened by half of that instead (`shared`). A kind of figure a platform has no history for (and every kind of a platform not in the
+moves less than their two drifts together, each side is widened by half of that instead (`shared`). Two
+figures of one kind captured in one run (capture/evidence/runs.py: one sitting on one machine) share that
+machine's state too: where the history shows their ratio moves less than their two drifts together, each
+side is widened by half of that (`run`). A kind of figure a platform has no history for (and every kind of a platform not in the
 table) takes DEFAULT, the old fixed rule: a factor 2 between two timings, sqrt(2) on each side. A claim
 that means "much less" says so with a factor (`a < 0.25 * b`) and gets its band around that factor.
 """
@@ -65,8 +68,9 @@ class Drifts:
     def factor(self, platform: str | None, kind_: str) -> float:
         return float(self._row(platform, kind_).get("drift") or DEFAULT)
 
-    def of_platform(self, platform: str | None) -> PlatformDrift:
-        return PlatformDrift(self, platform)
+    def of_platform(self, platform: str | None, runs: dict[str, str] | None = None) -> PlatformDrift:
+        """`runs`: fragment key -> the run it was captured in (capture/evidence/runs.py), for the run drift."""
+        return PlatformDrift(self, platform, runs)
 
     def of_record(self, platform: str | None):
         """drift(name, tags) -> ln factor, for the records of one platform."""
@@ -76,8 +80,8 @@ class Drifts:
 class PlatformDrift:
     """One platform's drifts, as the query language asks for them."""
 
-    def __init__(self, drifts: Drifts, platform: str | None):
-        self.drifts, self.platform = drifts, platform
+    def __init__(self, drifts: Drifts, platform: str | None, runs: dict[str, str] | None = None):
+        self.drifts, self.platform, self.runs = drifts, platform, runs or {}
 
     def kind(self, name: str, tags: dict) -> str:
         return kind(name, tags)
@@ -91,6 +95,13 @@ class PlatformDrift:
         history shows it moves less than the two drifts together; None elsewhere."""
         s = self.drifts._row(self.platform, kind_).get("shared")
         return math.log(float(s)) if s else None
+
+    def run_shared(self, kind_: str, sources: tuple[str, ...]) -> float | None:
+        """ln of how far the ratio of two figures of this kind captured in one run moved at most (drift.json's
+        `run`), when every fragment in `sources` comes from one run; None elsewhere."""
+        s = self.drifts._row(self.platform, kind_).get("run")
+        runs = {self.runs.get(src) for src in sources}
+        return math.log(float(s)) if s and len(runs) == 1 and None not in runs else None
 
 
 DEFAULT_DRIFTS = Drifts()

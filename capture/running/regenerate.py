@@ -18,6 +18,7 @@ import datetime as dt
 import os
 import shutil
 import sys
+import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -264,6 +265,8 @@ class _Context:
         self._build_error = None
         self._feature_builds: dict = {}  # (crate, features) -> Binaries | BuildError
         self._run_dir: Path | None = None
+        # this invocation's run: its fragments were captured in one sitting (capture/evidence/runs.py)
+        self.run_id = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
 
     def own_store(self, store: Store) -> bool:
         """Whether `store` (this regenerate holds its lock) is the repository's fragment store."""
@@ -433,6 +436,7 @@ def _run_job(job: Job, ctx: _Context, store: Store, progress: Progress) -> Outco
         "timed_out": result.timed_out,
         "outcome": "timeout" if result.timed_out else f"exit {result.exit_status}",
         "started": started.isoformat(timespec="seconds"),
+        "run": ctx.run_id,
         "wall_s": round(result.wall_s, 3),
         "timeout_s": exp.timeout,
         "load_before": load_before,

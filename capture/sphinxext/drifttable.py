@@ -35,13 +35,13 @@ class DriftTableDirective(SphinxDirective):
                  self.get_location(), "drift")
             return []
         header = ["机器", "哪类数", "漂移", "来源", "成对的数（记录）", "95% 分位", "一次捕获内重复的范围（95% 分位）",
-                  "同一进程两个数之比的漂移"]
+                  "同一进程两个数之比的漂移", "同一次运行里两个数之比的漂移"]
         body = []
         for plat, rows in table["platforms"].items():
             label = b.short_label(plat) if plat in b.platforms() else plat
             for k in KINDS:
                 r = rows.get(k) or {}
                 cells = [label, k, _x(r.get("drift")), SOURCE.get(r.get("source"), r.get("source") or ""),
-                         f'{r.get("pairs", 0)}（{r.get("records", 0)}）', _x(r.get("p95")), _x(r.get("spread_p95")), _x(r.get("shared"))]
+                         f'{r.get("pairs", 0)}（{r.get("records", 0)}）', _x(r.get("p95")), _x(r.get("spread_p95")), _x(r.get("shared")), _x(r.get("run"))]
                 body.append([nodes.Text(c) for c in cells])
         return [table_node("各台机器、各类数在两次捕获之间的漂移", header, body)]

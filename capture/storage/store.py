@@ -48,6 +48,7 @@ _META_TYPES: dict[str, tuple[type, ...]] = {
     "machine": (dict,),
     "host": (dict,),
     "started": (str,),
+    "run": (str,),
     "device": (str, type(None)),
     "platform": (str,),
     "experiment": (str,),

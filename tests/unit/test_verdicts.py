@@ -252,3 +252,41 @@ def test_a_yes_holds_in_the_next_capture_when_each_figure_moved_within_the_drift
         assert {before, after} != {True, False}, (a, b, a2, b2)
         checked += 1 if before is not None else 0
     assert checked > 100
+
+
+# -- figures captured in one run move together (capture/evidence/runs.py) ------------------------------------
+
+def test_runs_are_recorded_ids_or_else_inferred_from_pauses_and_never_mix():
+    from capture.evidence import runs
+    metas = {
+        "a@cpu": {"started": "2026-12-01T10:00:00+00:00", "wall_s": 600},
+        "b@cpu": {"started": "2026-12-01T10:35:00+00:00", "wall_s": 5},  # 25 min after a ended: same run
+        "c@cpu": {"started": "2026-12-01T11:10:00+00:00", "wall_s": 5},  # 35 min after b: another run
+        "d@cpu": {"started": "2026-12-01T10:36:00+00:00", "run": "x1"},  # recorded: its own, whatever the time
+        "e@cpu": {"started": "2026-12-02T10:36:00+00:00", "run": "x1"},
+        "f@cpu": {"started": "not a time"},
+    }
+    got = runs.label(metas)
+    assert got["a@cpu"] == got["b@cpu"] != got["c@cpu"]
+    assert got["d@cpu"] == got["e@cpu"] and got["d@cpu"] not in (got["a@cpu"], got["c@cpu"])
+    assert "f@cpu" not in got
+
+
+RUN_TABLE = {"platforms": {"box": {"median": {"drift": 1.5, "run": 1.2}}}}
+
+
+def test_two_figures_of_one_run_use_the_run_drift_and_others_their_own():
+    recs = [rec("a.median", 1.0), rec("b.median", 1.25)]
+    pd = verdict.Drifts(RUN_TABLE).of_platform("box", {"t@cpu": "r1", "u@cpu": "r1", "v@cpu": "r2"})
+    e = Evaluator(ev(recs).lookup, pd)
+    assert e.eval("t@cpu:a.median < u@cpu:b.median").v is True  # one run: 1.0 * sqrt(1.2) < 1.25 / sqrt(1.2)
+    assert e.eval("t@cpu:a.median < v@cpu:b.median").v is None  # two runs: 1.0 * 1.5 > 1.25 / 1.5
+    assert e.eval("t@cpu:a.median < w@cpu:b.median").v is None  # a fragment with no run
+
+
+def test_the_run_drift_is_how_far_a_ratio_moved_beyond_the_ratios_of_the_repeats():
+    # both figures twice as slow in the later run: their ratio did not move
+    assert drift.ratio_move([1.0, 1.1], [2.0, 2.1], [2.0, 2.2], [4.0, 4.2]) == pytest.approx(0.0, abs=1e-12)
+    # one of them moved by 1.5 beyond what the repeats showed
+    got = drift.ratio_move([1.0], [2.0], [1.5], [2.0])
+    assert got == pytest.approx(math.log(1.5))
