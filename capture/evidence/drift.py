@@ -209,6 +209,8 @@ class KindDrift:
     # how far the ratio of two figures of this kind captured in one run moved, beyond their spreads
     run_logs: list[float] = field(default_factory=list)
     run_changed_logs: list[float] = field(default_factory=list)
+    run_who: list[tuple[str, str]] = field(default_factory=list)  # the two figures behind each run move
+    run_changed_who: list[tuple[str, str]] = field(default_factory=list)
 
     def basis(self, shared: bool = False, run: bool = False) -> tuple[list[float], str]:
         """The pairs the drift is taken from: re-runs of identical inputs when there are enough; else those
@@ -224,11 +226,36 @@ class KindDrift:
             return logs, "re-runs"
         return (logs + changed, "re-runs and changed inputs") if n + n_changed >= MIN_PAIRS else ([], "")
 
+    def own(self) -> dict[str, float]:
+        """figure -> the largest move it made itself, over the pairs the drift is taken from."""
+        logs, source = self.basis()
+        who = self.who + self.changed_who if source.endswith("changed inputs") else self.who
+        out: dict[str, float] = {}
+        for label, x in zip(who, logs):
+            out[label] = max(out.get(label, 0.0), x)
+        return out
+
+    def run_basis(self, apart: set[str]) -> list[float]:
+        """The run moves the run drift is taken from, leaving out pairs with a figure that keeps its own drift."""
+        logs, source = self.basis(run=True)
+        who = self.run_who + self.run_changed_who if source.endswith("changed inputs") else self.run_who
+        return [x for x, (a, b) in zip(logs, who) if a not in apart and b not in apart]
+
     def widest(self) -> str:
         """The figure whose move set the drift ("" where the drift is not measured)."""
         logs, source = self.basis()
         who = self.who + self.changed_who if source.endswith("changed inputs") else self.who
         return who[max(range(len(logs)), key=logs.__getitem__)] if logs else ""
+
+
+LEVEL = 0.95  # a kind's drift: this quantile of its figures' moves; a figure that moved more keeps its own
+
+
+def figure_label(key: str, name: str, tags) -> str:
+    """One figure's name in drift.json's `figures`: "experiment@role name{tags but the repeat tags}"."""
+    items = sorted((k, v) for k, v in (tags.items() if isinstance(tags, dict) else tags) if k not in REPEAT_TAGS)
+    inner = ",".join(f"{k}={v}" for k, v in items)
+    return f"{key} {name}" + (f"{{{inner}}}" if inner else "")
 
 
 def figures(records: list[dict]) -> dict[tuple, list[float]]:
@@ -285,8 +312,7 @@ def measure(root: Path, platform: str) -> dict[str, KindDrift]:
             for fig in sorted(fa.keys() & fb.keys()):
                 kd = out[kind(fig[0], dict(fig[1]))]
                 n = min(len(fa[fig]), len(fb[fig]))
-                tags = ",".join(f"{k}={v}" for k, v in fig[1])
-                label = f"{new.key} {fig[0]}" + (f"{{{tags}}}" if tags else "")
+                label = figure_label(new.key, fig[0], fig[1])
                 if same:
                     kd.logs.append(move(fa[fig], fb[fig]))
                     kd.who.append(label)
@@ -337,7 +363,9 @@ def _run_pairs(hist: dict[str, list[Capture]], out: dict[str, KindDrift]) -> Non
                         if (k1 == k2 and a >= b) or kind(b[0], dict(b[1])) != ka:
                             continue
                         m = ratio_move(f1[a], f2[b], f1n[a], f2n[b])
+                        pair = (figure_label(k1, a[0], a[1]), figure_label(k2, b[0], b[1]))
                         (out[ka].run_logs if same else out[ka].run_changed_logs).append(m)
+                        (out[ka].run_who if same else out[ka].run_changed_who).append(pair)
 
 
 def platforms(root: Path) -> list[str]:
@@ -350,25 +378,34 @@ def _up(x: float) -> float:
 
 
 def table(root: Path) -> dict:
-    """The data file's content: per platform and kind, the drift factor and what it was measured from."""
+    """The data file's content: per platform and kind, the drift factor and what it was measured from; per
+    platform, the figures that moved more than their kind's drift, each with its own."""
     measured = {p: measure(root, p) for p in platforms(root)}
     plats: dict[str, dict] = {}
+    own_figures: dict[str, dict[str, float]] = {}
     for p, kinds in measured.items():
         rows = {}
+        apart: dict[str, float] = {}
         for k, kd in kinds.items():
             logs, source = kd.basis()
-            factor, source = (math.exp(max(logs)), source) if logs else (DEFAULT, "default")
+            level = quantile(logs, LEVEL) if logs else math.log(DEFAULT)
+            factor = math.exp(level)
+            for label, x in kd.own().items():
+                if x > level:
+                    apart[label] = _up(math.exp(x))
             shared, _ = kd.basis(shared=True)
-            run, _ = kd.basis(run=True)
+            run = kd.run_basis(set(apart))
+            run_level = math.exp(quantile(run, LEVEL)) if run else None
             rows[k] = {
                 "drift": _up(factor) if logs else DEFAULT,
+                "max": _up(math.exp(max(logs))) if logs else None,
                 # the ratio of two such records from the same process, where it moved less than two drifts
                 "shared": _up(math.exp(max(shared))) if shared and math.exp(max(shared)) < factor ** 2 else None,
                 "shared_pairs": len(shared),
                 # the ratio of two such figures captured in one run, where it moved less than two drifts
-                "run": _up(math.exp(max(run))) if run and math.exp(max(run)) < factor ** 2 else None,
+                "run": _up(run_level) if run_level and run_level < factor ** 2 else None,
                 "run_pairs": len(run),
-                "source": source,
+                "source": source if logs else "default",
                 "pairs": len(logs),
                 "widest": kd.widest(),
                 "records": kd.records + (kd.changed_records if source.endswith("changed inputs") else 0),
@@ -378,12 +415,15 @@ def table(root: Path) -> dict:
                 "spread_p95": _up(math.exp(quantile(kd.spread_logs, 0.95))) if kd.spread_logs else None,
             }
         plats[p] = rows
+        own_figures[p] = dict(sorted(apart.items()))
     return {
-        "about": "Drift of each kind of timing between captures on the platform's own host: the largest factor "
-                 "a figure moved by, beyond the spread of its repeats, between successive captures of the same program (capture/evidence/drift.py). "
-                 "Recompute: python -m capture drift",
+        "about": "Drift of each kind of timing between captures on the platform's own host: the 95th percentile "
+                 "of how far its figures moved, beyond the spread of their repeats, between successive captures of "
+                 "the same program; a figure that moved more keeps its own largest move (figures). "
+                 "capture/evidence/drift.py; recompute: python -m capture drift",
         "default": DEFAULT,
         "platforms": plats,
+        "figures": own_figures,
     }
 
 

@@ -144,7 +144,7 @@ def record_values(ref: Ref, records: list[dict], drift: verdict.PlatformDrift | 
         unit = r.get("unit", "")
         tags = tuple(sorted((r.get("tags") or {}).items()))
         measured = is_measured(unit) and _is_number(r["value"])
-        d = drift.record(r["name"], dict(tags)) if measured else 0.0
+        d = drift.record(r["name"], dict(tags), ref.key) if measured else 0.0
         lo = hi = r["value"] if d else None
         kind = drift.kind(r["name"], dict(tags)) if measured else ""
         proc = (ref.key, "", frozenset([dict(tags).get("process", "")])) if measured else ()
@@ -538,7 +538,8 @@ class _Ctx:
         captured in one run; the smaller where both apply."""
         if not (a.drift and b.drift and a.kind and a.kind == b.kind):
             return None
-        found = [self.drift.run_shared(a.kind, _srcs(a, b))]
+        own = max(a.drift, b.drift) > self.drift.level(a.kind) + 1e-12  # a figure that keeps its own drift
+        found = [None if own else self.drift.run_shared(a.kind, _srcs(a, b))]
         if a.proc and a.proc == b.proc:
             found.append(self.drift.shared(a.kind))
         found = [x for x in found if x is not None]

@@ -36,7 +36,7 @@ import math
 import operator
 from pathlib import Path
 
-from capture.evidence.drift import DATA, DEFAULT, kind
+from capture.evidence.drift import DATA, DEFAULT, figure_label, kind
 
 CANNOT_TELL = None  # the third value
 
@@ -68,6 +68,11 @@ class Drifts:
     def factor(self, platform: str | None, kind_: str) -> float:
         return float(self._row(platform, kind_).get("drift") or DEFAULT)
 
+    def own(self, platform: str | None, label: str) -> float | None:
+        """The factor of a figure that moved more than its kind's drift (drift.json's `figures`), else None."""
+        f = ((self.table.get("figures") or {}).get(platform or "") or {}).get(label)
+        return float(f) if f else None
+
     def of_platform(self, platform: str | None, runs: dict[str, str] | None = None) -> PlatformDrift:
         """`runs`: fragment key -> the run it was captured in (capture/evidence/runs.py), for the run drift."""
         return PlatformDrift(self, platform, runs)
@@ -86,9 +91,16 @@ class PlatformDrift:
     def kind(self, name: str, tags: dict) -> str:
         return kind(name, tags)
 
-    def record(self, name: str, tags: dict) -> float:
-        """A timing record's drift, ln of its kind's factor on this platform."""
-        return max(MIN_DRIFT, math.log(self.drifts.factor(self.platform, kind(name, tags))))
+    def level(self, kind_: str) -> float:
+        """ln of a kind's drift on this platform: what every figure of it moves by at most but those that moved more."""
+        return max(MIN_DRIFT, math.log(self.drifts.factor(self.platform, kind_)))
+
+    def record(self, name: str, tags: dict, key: str | None = None) -> float:
+        """A timing record's drift: ln of its kind's factor on this platform, or of its figure's own where that
+        figure (of fragment `key`) moved more in the history."""
+        d = self.level(kind(name, tags))
+        own = self.drifts.own(self.platform, figure_label(key, name, tags)) if key else None
+        return max(d, math.log(own)) if own else d
 
     def shared(self, kind_: str) -> float | None:
         """ln of how far the ratio of two records of this kind from one process moved at most, where the
@@ -97,8 +109,9 @@ class PlatformDrift:
         return math.log(float(s)) if s else None
 
     def run_shared(self, kind_: str, sources: tuple[str, ...]) -> float | None:
-        """ln of how far the ratio of two figures of this kind captured in one run moved at most (drift.json's
-        `run`), when every fragment in `sources` comes from one run; None elsewhere."""
+        """ln of how far the ratio of two figures of this kind captured in one run moved (drift.json's `run`),
+        when every fragment in `sources` comes from one run; None elsewhere. (A figure that keeps its own
+        drift was left out of that measure: the caller does not ask for it, query.Evaluator.shared.)"""
         s = self.drifts._row(self.platform, kind_).get("run")
         runs = {self.runs.get(src) for src in sources}
         return math.log(float(s)) if s and len(runs) == 1 and None not in runs else None
