@@ -290,3 +290,21 @@ def test_the_run_drift_is_how_far_a_ratio_moved_beyond_the_ratios_of_the_repeats
     # one of them moved by 1.5 beyond what the repeats showed
     got = drift.ratio_move([1.0], [2.0], [1.5], [2.0])
     assert got == pytest.approx(math.log(1.5))
+
+
+def test_a_figure_that_moved_more_than_its_kind_keeps_its_own_drift_and_no_run_drift():
+    table = {"platforms": {"box": {"median": {"drift": 1.2, "run": 1.1}}},
+             "figures": {"box": {"t@cpu x.median{size=8}": 3.0}}}
+    pd = verdict.Drifts(table).of_platform("box", {"t@cpu": "r1", "u@cpu": "r1"})
+    assert pd.record("x.median", {"size": "8", "process": "2"}, "t@cpu") == pytest.approx(math.log(3.0))
+    assert pd.record("x.median", {"size": "16"}, "t@cpu") == pytest.approx(math.log(1.2))  # another figure
+    assert pd.record("x.median", {"size": "8"}, "u@cpu") == pytest.approx(math.log(1.2))  # another fragment
+    recs = [rec("x.median", 1.0, size=8), rec("y.median", 1.3, size=8)]
+    e = Evaluator(ev(recs).lookup, pd)
+    assert e.eval("u@cpu:x.median < u@cpu:y.median").v is True  # one run: sqrt(1.1) each side
+    assert e.eval("t@cpu:x.median < u@cpu:y.median").v is None  # x keeps its own x3: no run drift for it
+
+
+def test_figure_labels_leave_the_repeat_tags_out_and_sort_the_rest():
+    assert drift.figure_label("t@cpu", "x", {"size": "8", "process": "1", "device": "cpu"}) == "t@cpu x{device=cpu,size=8}"
+    assert drift.figure_label("t@cpu", "x", {"run": "2"}) == "t@cpu x"
