@@ -102,10 +102,13 @@ class scoped:
 
 # -- dependencies ----------------------------------------------------------------------------
 def depend(env, b: Book, keys, platforms=None) -> None:
-    """Re-read the page when these fragments (on any platform) or their sources change."""
+    """Re-read the page when these fragments (on any platform) or their sources change, or the measured drift
+    that decides its verdicts (docs/drift.json)."""
+    from capture.evidence.drift import DATA
     from capture.plan.inputs import source_files
 
     env.note_dependency(str(b.layout.manifest))
+    env.note_dependency(str(b.layout.root / DATA))
     for key in keys:
         key = key if isinstance(key, FragmentKey) else FragmentKey.parse(key)
         try:
