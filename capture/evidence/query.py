@@ -74,6 +74,9 @@ class Value:
     kind: a measured value's kind of figure (capture/evidence/drift.py), when it is one record's or all its parts share it.
     proc: where a measured value was taken (fragment, how it was aggregated, the processes behind it), for the
       shared drift of two figures from one process (capture/evidence/verdict.py); () when it mixes several.
+    repeats: for a cannot-tell comparison of measurements, what this capture's repeats alone say
+      (verdict.by_repeats): yes or no where they already agree and only the drift keeps it open, None where
+      they overlap.
     label: the record it was read from (reference text, with the tags that picked it).
     tags: the record's tags (a list of records is paired by them).
     """
@@ -90,6 +93,7 @@ class Value:
     timed: bool = False
     kind: str = ""
     proc: tuple = ()
+    repeats: bool | None = None
 
     @property
     def spread(self) -> tuple[float, float]:
@@ -527,11 +531,15 @@ class _Ctx:
             raise QueryError(f"{self.text(lnode)!r} {verdict.SYMBOLS[name]} {self.text(rnode)!r} in {self.expr!r}: "
                              f"{av.v!r} and {bv.v!r} are not numbers; words are compared with == or !=")
         why = f"{self._side(lnode, av)} {verdict.SYMBOLS[name]} {self._side(rnode, bv)}: {verdict.word(res)}"
+        repeats = None
         if numeric and (av.drift or bv.drift) and res is verdict.CANNOT_TELL:
-            why += f" (the spreads widened by their drift overlap: {_widened(av, ld)} vs {_widened(bv, rd)})"
+            repeats = verdict.by_repeats(name, av.spread, bv.spread)
+            said = "the repeats themselves overlap and" if repeats is None else \
+                f"{REPEATS_SAY} {verdict.word(repeats)}, but"
+            why += f" ({said} the spreads widened by their drift overlap: {_widened(av, ld)} vs {_widened(bv, rd)})"
         tags = av.tags or bv.tags
         return Value(res, "", _srcs(av, bv), why=why, label=av.label or bv.label, tags=tags,
-                     timed=bool(numeric and (av.drift or bv.drift)))
+                     timed=bool(numeric and (av.drift or bv.drift)), repeats=repeats)
 
     def shared(self, a: Value, b: Value) -> float | None:
         """The drift two figures of one kind share (capture/evidence/verdict.py): from the same process, or
@@ -556,6 +564,9 @@ class _Ctx:
         if v.drift and v.lo is not None and (v.lo, v.hi) != (v.v, v.v):
             shown += f" [{exact(v.lo)}–{exact(v.hi)}]"
         return f"{text} = {shown}"
+
+
+REPEATS_SAY = "the repeats alone say"  # a cannot tell that only the drift keeps open (capture/sphinxext/reader.py)
 
 
 def exact(x: float) -> str:

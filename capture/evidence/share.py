@@ -17,6 +17,7 @@ from pathlib import Path
 
 from capture.evidence.book import Book
 from capture.evidence.claims import find_claims
+from capture.evidence.query import REPEATS_SAY
 
 _ROWS = re.compile(r"^\s*:rows:\s*(.*)$")
 _CHART_CALL = re.compile(r"""\b(?:holds|fails)\(\s*(['"])(.*?)\1\s*\)""")
@@ -82,6 +83,12 @@ class Share:
         return self.yes + self.no + len(self.undecided)
 
     @property
+    def held_by_drift(self) -> int:
+        """Cannot tells whose repeats already agree: only the drift between captures keeps them open, so more
+        repeats will not decide them (docs/dev/drift.md)."""
+        return sum(REPEATS_SAY in why for _, why in self.undecided)
+
+    @property
     def fraction(self) -> float:
         return len(self.undecided) / self.total if self.total else 0.0
 
@@ -108,7 +115,8 @@ def shares(book: Book, docs: Path) -> list[Share]:
 def render(items: list[Share], details: bool = True) -> str:
     lines = []
     for s in items:
-        lines.append(f"{s.platform}: timing verdicts {s.yes} yes, {s.no} no, {len(s.undecided)} cannot tell "
+        held = f", {s.held_by_drift} of them only by the drift" if s.undecided else ""
+        lines.append(f"{s.platform}: timing verdicts {s.yes} yes, {s.no} no, {len(s.undecided)} cannot tell{held} "
                      f"({100 * s.fraction:.0f} % of {s.total}; drift per kind: docs/drift.json, python -m capture drift)")
         if details:
             for where, why in s.undecided:

@@ -146,7 +146,16 @@ def decide(op: str, left: tuple[float, float], right: tuple[float, float],
     """
     if left_drift == 0 and right_drift == 0:
         return _EXACT[op](left[0], right[0])
-    (llo, lhi), (rlo, rhi) = widened(left, left_drift), widened(right, right_drift)
+    return by_repeats(op, widened(left, left_drift), widened(right, right_drift))
+
+
+def by_repeats(op: str, left: tuple[float, float], right: tuple[float, float]) -> bool | None:
+    """What one capture's repeats alone say of `left op right`, before any drift: yes or no where every repeat
+    of one side lies on one side of every repeat of the other, None where the spreads overlap. For a comparison
+    the rule cannot tell, this says why: the repeats already disagree (more or steadier repeats may decide it),
+    or they agree and only the drift between captures keeps it open (capture/sphinxext/comparisons.py,
+    capture/evidence/share.py)."""
+    (llo, lhi), (rlo, rhi) = left, right
     below, above = lhi < rlo, llo > rhi
     if op in ("lt", "le"):
         return True if below else False if above else CANNOT_TELL

@@ -3,7 +3,9 @@
     {cmp}`median(candle-mlp@cpu:mlp.step) vs median(burn-mlp@cpu:mlp.step) | a=candle, b=burn`
         -> candle 比 burn 快，用时是 burn 的 31%
         -> candle 比 burn 慢，用时是 burn 的 3.2 倍
-        -> 分不出 candle 和 burn 哪个快（说不清）
+        -> 分不出 candle 和 burn 哪个快（说不清）                        (the repeats overlap)
+        -> 这次捕获里 candle 比 burn 快，但差距在前后两次捕获之间的挪动以内（说不清）
+                                                                       (they agree; the drift keeps it open)
 
 The direction is decided by the engine that decides claims: the role evaluates `(A) < (B)` and
 `(A) > (B)` through capture/evidence/book.py (capture/evidence/query.py's comparisons, capture/evidence/verdict.py's rule),
@@ -101,13 +103,19 @@ class CmpRole(SphinxRole):
         gt = b.answer(f"({left}) > ({right})", plat, differs)
         way = direction(getattr(lt.value, "v", None), getattr(gt.value, "v", None))
         words = KINDS[kind]
-        clause = self.clause(b, plat, differs, left, right, way, words, name_a, name_b, kind, where)
+        clause = self.clause(b, plat, differs, left, right, way, words, name_a, name_b, kind, where,
+                             getattr(lt.value, "repeats", None))
         decided_by = lt if way in ("smaller", "undecided") else gt
         node = _titled(clause, reader_why(getattr(decided_by.value, "why", "")))
         mark = stale_mark(b, lt.states)
         return [node] + ([mark] if mark is not None else []), []
 
-    def clause(self, b, plat, differs, left, right, way, words, name_a, name_b, kind, where) -> list[nodes.Node]:
+    def clause(self, b, plat, differs, left, right, way, words, name_a, name_b, kind, where,
+               repeats=None) -> list[nodes.Node]:
+        if way == "undecided" and repeats is not None:
+            # every repeat of this capture puts them in one order; only the drift between captures keeps it open
+            side = words["smaller" if repeats else "larger"]
+            return spaced("这次捕获里", name_a, "比", name_b, side, "，但差距在前后两次捕获之间的挪动以内（说不清）")
         if way == "undecided":
             return spaced("分不出", name_a, "和", name_b, words["which"] + "（说不清）")
         if way == "same":

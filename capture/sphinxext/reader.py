@@ -17,7 +17,7 @@ import re
 from docutils import nodes
 
 from capture.evidence.fmt import NBSP, fmt_value
-from capture.evidence.query import Value
+from capture.evidence.query import REPEATS_SAY, Value
 
 FRAMEWORKS = {"torch": "PyTorch", "burn": "burn", "candle": "candle"}
 SIDES = {"cpu": "CPU 一侧", "gpu": "GPU 一侧"}
@@ -164,6 +164,7 @@ _TAG = re.compile(r"^\{(?P<tags>[^}]*)\}: ")
 _FACTOR = re.compile(r"^(?P<k>[0-9.]+(?:e[-+]?[0-9]+)?) \* |(?: \* (?P<k2>[0-9.]+(?:e[-+]?[0-9]+)?))$")
 _FRACTIONS = {0.5: "一半", 0.25: "四分之一", 0.2: "五分之一", 0.1: "十分之一", 0.01: "百分之一", 2.0: "两倍"}
 _MARGIN = re.compile(r"more than (?P<m>[0-9.]+)x")
+_DRIFTS = re.compile(r"\(x([0-9.]+)\)")  # the factors a cannot tell's why says each side was widened by
 
 
 def _num(text: str, unit: str | None, style: str = "") -> str:
@@ -216,8 +217,16 @@ def _fact(op: str, word: str, left: str, right: str, rest: str, constant: bool =
     """What the data say about `left op right`, whichever answer the claim wanted."""
     if word == "说不清":
         margin = _MARGIN.search(rest or "")
-        gap = f"要隔开 {margin['m']} 倍以上才分得出" if margin else "在测量的波动以内"
-        return f"{left} 和 {right} 隔得不够开（{gap}），说不清哪个大"
+        if margin:
+            return f"{left} 和 {right} 隔得不够开（要隔开 {margin['m']} 倍以上才分得出），说不清哪个大"
+        if REPEATS_SAY in (rest or ""):  # apart in this capture; the drift between captures keeps it open
+            drifts = "、".join(f"×{f}" for f in _DRIFTS.findall(rest))
+            by = f"（{drifts}）" if drifts else ""
+            return (f"{left} 和 {right} 这次捕获里隔得开，但两边各按这台机器上前后两次捕获之间挪动过的倍数{by}"
+                    "放宽以后重叠，说不清哪个大")
+        if "repeats themselves overlap" in (rest or ""):
+            return f"{left} 和 {right} 的几次重复本身就有重叠，说不清哪个大"
+        return f"{left} 和 {right} 隔得不够开（在测量的波动以内），说不清哪个大"
     holds = word == "是"
     if op in ("==", "!="):
         equal = holds == (op == "==")

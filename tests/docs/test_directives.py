@@ -437,6 +437,7 @@ CMP_PAGE = """# 页
 百分比：{cmp}`median(measure@cpu:t.returned) vs 8 * median(measure@cpu:t.returned) | a=一次, b=八次`。
 说不清：{cmp}`measure@cpu:t.returned{run=0} vs measure@cpu:t.returned{run=1} | a=第一次, b=第二次`。
 个数：{cmp}`count(measure@cpu:t.returned) vs count(measure@cpu:t.synced) | a=返回, b=同步, kind=count`。
+重叠：{cmp}`median(measure@cpu:t.returned) vs measure@cpu:t.returned{run=1} | a=中位, b=第二次`。
 ::::
 """
 
@@ -451,9 +452,12 @@ def test_cmp_says_direction_and_size_from_the_verdict_engine(site, tmp_path):
     assert clauses[0] == "返回比同步快，同步的用时是返回的 1000 倍", clauses
     assert clauses[1] == "sync 比 return 慢，用时是 return 的 1000 倍", clauses
     assert clauses[2] == "一次比八次快，用时是八次的 12%", clauses  # 1/8, two significant digits
-    # 2 µs against 4 µs: two timings need more than 2x between them, so the engine cannot tell
-    assert clauses[3] == "分不出第一次和第二次哪个快（说不清）", clauses
+    # 2 µs against 4 µs: without a drift table two timings need more than 2x between them, so the engine cannot
+    # tell; one record each, so this capture does order them, and the words say that and why it stays open
+    assert clauses[3] == "这次捕获里第一次比第二次快，但差距在前后两次捕获之间的挪动以内（说不清）", clauses
     assert clauses[4] == "返回和同步一样多", clauses  # exact values: equal is a verdict too
+    # 2-6 µs (three runs) against 4 µs: the repeats themselves overlap, so no order is named
+    assert clauses[5] == "分不出中位和第二次哪个快（说不清）", clauses
     undecided = doc.find_all(cls="book-cmp")[3]
     assert "说不清" in undecided.attrs.get("title", "") and "依据" in undecided.attrs.get("title", "")
     # the size is a figure from the records: a link to the fragment, like {num}

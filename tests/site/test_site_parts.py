@@ -488,10 +488,15 @@ def test_reasons_read_as_sentences_with_formatted_values():
     from capture.sphinxext.reader import detail_words, figure_tip, reason
 
     why = ("median(candle-matmul@cpu:matmul.first) = 0.01321 s [0.01222–0.01367] < median(burn-matmul@cpu:matmul.first)"
-           " = 0.0123 s [0.01182–0.01395]: cannot tell (the spreads widened by their drift overlap: [0.0107–0.0168] (x1.23)"
-           " vs [0.0104–0.0171] (x1.23))")
+           " = 0.0123 s [0.01182–0.01395]: cannot tell (the repeats themselves overlap and the spreads widened by their"
+           " drift overlap: [0.0107–0.0168] (x1.23) vs [0.0104–0.0171] (x1.23))")
     text = reason(why)
-    assert "13.2\u00a0ms" in text and "说不清" in text and "在测量的波动以内" in text and "x1.23" not in text
+    assert "13.2\u00a0ms" in text and "说不清" in text and "几次重复本身就有重叠" in text and "x1.23" not in text
+    # repeats that agree, held open only by the drift between captures: the reason names that drift
+    apart = reason("median(a@gpu:x) = 7.2e-05 s [7.17e-05–7.86e-05] < median(b@gpu:x) = 0.0001175 s "
+                   "[0.0001085–0.0001267]: cannot tell (the repeats alone say yes, but the spreads widened by their drift "
+                   "overlap: [5.136e-05–0.0001097] (x1.4) vs [7.643e-05–0.0001798] (x1.42))")
+    assert "这次捕获里隔得开" in apart and "（×1.4、×1.42）" in apart and "说不清" in apart, apart
     assert "median" not in text and "@" not in text  # no expression, no record name
     assert reason("all(): yes — {round=0}: a@cpu:x = 0.02 s > 0.25 * a@cpu:y = 0.004903 s: yes").startswith("每一轮都成立。第 0 轮：")
     assert reason("torch-oob@gpu:oob.outcome = 'raised at next op' == 'raised at call': no") == "记录下的是另一种结果"

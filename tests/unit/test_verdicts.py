@@ -308,3 +308,30 @@ def test_a_figure_that_moved_more_than_its_kind_keeps_its_own_drift_and_no_run_d
 def test_figure_labels_leave_the_repeat_tags_out_and_sort_the_rest():
     assert drift.figure_label("t@cpu", "x", {"size": "8", "process": "1", "device": "cpu"}) == "t@cpu x{device=cpu,size=8}"
     assert drift.figure_label("t@cpu", "x", {"run": "2"}) == "t@cpu x"
+
+
+@pytest.mark.parametrize("left, right, want", [
+    ((1.0, 1.1), (1.3, 1.5), True),    # every repeat of the left below every repeat of the right
+    ((1.6, 1.8), (1.3, 1.5), False),
+    ((1.0, 1.4), (1.3, 1.5), None),    # the repeats themselves overlap
+])
+def test_the_repeats_alone_say_what_one_capture_shows_before_any_drift(left, right, want):
+    assert verdict.by_repeats("lt", left, right) is want
+    assert verdict.by_repeats("gt", left, right) is {True: False, False: True, None: None}[want]
+    # with no drift to widen by, the rule itself says the same
+    assert verdict.decide("lt", left, right, verdict.MIN_DRIFT, verdict.MIN_DRIFT) is want
+
+
+def test_a_cannot_tell_says_whether_the_repeats_or_only_the_drift_keep_it_open():
+    from capture.evidence.query import REPEATS_SAY
+
+    records = [rec("x", v, process=i) for i, v in enumerate((1.0, 1.1, 1.05))] + \
+              [rec("y", v, process=i) for i, v in enumerate((1.5, 1.6, 1.55))] + \
+              [rec("z", v, process=i) for i, v in enumerate((1.08, 1.2, 1.3))]
+    apart = ev(records).eval("median(t@cpu:x) < median(t@cpu:y)")  # 1.1 vs 1.5 apart; x1.96 between them after widening
+    assert apart.v is None and apart.repeats is True and f"{REPEATS_SAY} yes, but" in apart.why
+    assert ev(records).eval("median(t@cpu:y) < median(t@cpu:x)").repeats is False
+    overlap = ev(records).eval("median(t@cpu:x) < median(t@cpu:z)")
+    assert overlap.v is None and overlap.repeats is None and "repeats themselves overlap" in overlap.why
+    decided = ev(records).eval("median(t@cpu:x) < 0.5 * median(t@cpu:y) or median(t@cpu:x) < median(t@cpu:y) / 10")
+    assert decided.repeats is None  # only a single comparison the rule cannot tell carries it
