@@ -152,8 +152,8 @@ def decide(op: str, left: tuple[float, float], right: tuple[float, float],
 def by_repeats(op: str, left: tuple[float, float], right: tuple[float, float]) -> bool | None:
     """What one capture's repeats alone say of `left op right`, before any drift: yes or no where every repeat
     of one side lies on one side of every repeat of the other, None where the spreads overlap. For a comparison
-    the rule cannot tell, this says why: the repeats already disagree (more or steadier repeats may decide it),
-    or they agree and only the drift between captures keeps it open (capture/sphinxext/comparisons.py,
+    the rule cannot tell, this says why: the repeats themselves overlap (steadier repeats may decide it), or
+    they agree and only the drift between captures keeps it open (capture/sphinxext/comparisons.py,
     capture/evidence/share.py)."""
     (llo, lhi), (rlo, rhi) = left, right
     below, above = lhi < rlo, llo > rhi
