@@ -481,6 +481,16 @@ def axe_path() -> Path:
     return assets.ensure_npm(AXE_NPM_DIR, "axe-core", AXE_DIST, log=lambda _m: None)
 
 
+# Resolves when every finite CSS transition and animation on the page has finished (at most 5 s); a style
+# read first, so that a theme switched just before has started its transitions.
+SETTLED_JS = """async () => {
+  void document.body.offsetHeight;
+  const finite = document.getAnimations().filter((a) => a.effect && a.effect.getComputedTiming().endTime !== Infinity);
+  await Promise.race([Promise.all(finite.map((a) => a.finished.catch(() => null))),
+                      new Promise((done) => setTimeout(done, 5000))]);
+}"""
+
+
 def axe(browser, url: str, dark: bool, width: int = 1280) -> list[dict]:
     """axe-core's violations on the page as a reader sees it (light or dark), every details opened."""
     ctx = browser.new_context(viewport={"width": width, "height": 900}, color_scheme="dark" if dark else "light")
@@ -491,6 +501,7 @@ def axe(browser, url: str, dark: bool, width: int = 1280) -> list[dict]:
     charts_ready(page)
     page.evaluate("() => document.querySelectorAll('details').forEach((d) => { d.open = true; })")
     charts_ready(page)
+    page.evaluate(SETTLED_JS)  # the theme's .15 s colour transitions: axe read a half-switched button once
     page.add_script_tag(path=str(axe_path()))
     found = page.evaluate(AXE_RUN_JS)
     ctx.close()
@@ -511,6 +522,7 @@ def screens(browser, url: str, folder: Path, stem: str) -> list[Path]:
             page = ctx.new_page()
             page.goto(url, wait_until="load")
             charts_ready(page)
+            page.evaluate(SETTLED_JS)
             path = folder / f"{stem}-{width}-{mode}.png"
             page.screenshot(path=str(path), full_page=True)
             saved.append(path)
