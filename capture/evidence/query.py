@@ -534,7 +534,7 @@ class _Ctx:
         repeats = None
         if numeric and (av.drift or bv.drift) and res is verdict.CANNOT_TELL:
             repeats = verdict.by_repeats(name, av.spread, bv.spread)
-            said = "the repeats themselves overlap and" if repeats is None else \
+            said = f"{REPEATS_OVERLAP} and" if repeats is None else \
                 f"{REPEATS_SAY} {verdict.word(repeats)}, but"
             why += f" ({said} the spreads widened by their drift overlap: {_widened(av, ld)} vs {_widened(bv, rd)})"
         tags = av.tags or bv.tags
@@ -566,7 +566,9 @@ class _Ctx:
         return f"{text} = {shown}"
 
 
-REPEATS_SAY = "the repeats alone say"  # a cannot tell that only the drift keeps open (capture/sphinxext/reader.py)
+# how a cannot tell's why says what holds it open (read back by capture/sphinxext/reader.py and evidence/share.py)
+REPEATS_SAY = "the repeats alone say"  # they agree: only the drift keeps it open
+REPEATS_OVERLAP = "the repeats themselves overlap"
 
 
 def exact(x: float) -> str:

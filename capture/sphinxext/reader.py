@@ -17,7 +17,7 @@ import re
 from docutils import nodes
 
 from capture.evidence.fmt import NBSP, fmt_value
-from capture.evidence.query import REPEATS_SAY, Value
+from capture.evidence.query import REPEATS_OVERLAP, REPEATS_SAY, Value
 
 FRAMEWORKS = {"torch": "PyTorch", "burn": "burn", "candle": "candle"}
 SIDES = {"cpu": "CPU 一侧", "gpu": "GPU 一侧"}
@@ -224,7 +224,7 @@ def _fact(op: str, word: str, left: str, right: str, rest: str, constant: bool =
             by = f"（{drifts}）" if drifts else ""
             return (f"{left} 和 {right} 这次捕获里隔得开，但两边各按这台机器上前后两次捕获之间挪动过的倍数{by}"
                     "放宽以后重叠，说不清哪个大")
-        if "repeats themselves overlap" in (rest or ""):
+        if REPEATS_OVERLAP in (rest or ""):
             return f"{left} 和 {right} 的几次重复本身就有重叠，说不清哪个大"
         return f"{left} 和 {right} 隔得不够开（在测量的波动以内），说不清哪个大"
     holds = word == "是"
