@@ -209,6 +209,8 @@ class KindDrift:
     # how far the ratio of two records of this kind from the same process moved (re-runs; changed inputs)
     shared_logs: list[float] = field(default_factory=list)
     shared_changed_logs: list[float] = field(default_factory=list)
+    shared_who: list[str] = field(default_factory=list)  # the two figures behind each (pair_label), in step
+    shared_changed_who: list[str] = field(default_factory=list)
     # how far the ratio of two figures of this kind captured in one run moved, beyond their spreads
     run_logs: list[float] = field(default_factory=list)
     run_changed_logs: list[float] = field(default_factory=list)
@@ -238,6 +240,16 @@ class KindDrift:
             out[label] = max(out.get(label, 0.0), x)
         return out
 
+    def own_shared(self) -> dict[str, float]:
+        """pair_label -> the largest move of that pair's ratio within one process, over the pairs the shared drift
+        is taken from."""
+        logs, source = self.basis(shared=True)
+        who = self.shared_who + self.shared_changed_who if source.endswith("changed inputs") else self.shared_who
+        out: dict[str, float] = {}
+        for label, x in zip(who, logs):
+            out[label] = max(out.get(label, 0.0), x)
+        return out
+
     def run_basis(self, apart: set[str]) -> list[float]:
         """The run moves the run drift is taken from, leaving out pairs with a figure that keeps its own drift."""
         logs, source = self.basis(run=True)
@@ -261,11 +273,25 @@ def figure_label(key: str, name: str, tags) -> str:
     return f"{key} {name}" + (f"{{{inner}}}" if inner else "")
 
 
+def pair_label(a: str, b: str) -> str:
+    """Two figures' labels as one key of drift.json's `pairs` (order does not matter)."""
+    return " | ".join(sorted((a, b)))
+
+
 def figures(records: list[dict]) -> dict[tuple, list[float]]:
     """(name, tags but the repeat tags) -> the values of its repeats: one figure as the pages aggregate it."""
     out: dict[tuple, list[float]] = {}
     for (name, tags), v in _index(records).items():
         out.setdefault((name, tuple((k, x) for k, x in tags if k not in REPEAT_TAGS)), []).append(v)
+    return out
+
+
+def per_process(records: list[dict]) -> dict[str, dict[tuple, list[float]]]:
+    """process -> its figures (name, tags but the repeat tags) -> the values of their repeats inside that process."""
+    out: dict[str, dict[tuple, list[float]]] = {}
+    for (name, tags), v in _index(records).items():
+        proc = dict(tags).get("process", "")
+        out.setdefault(proc, {}).setdefault((name, tuple((k, x) for k, x in tags if k not in REPEAT_TAGS)), []).append(v)
     return out
 
 
@@ -324,15 +350,19 @@ def measure(root: Path, platform: str) -> dict[str, KindDrift]:
                     kd.changed_logs.append(move(fa[fig], fb[fig]))
                     kd.changed_who.append(label)
                     kd.changed_records += n
-            a, b = _index(old.records), _index(new.records)
-            moves: dict[tuple, list[float]] = {}  # (process, kind) -> ln(new / old) of each record
-            for k in sorted(a.keys() & b.keys()):
-                moves.setdefault((dict(k[1]).get("process", ""), kind(k[0], dict(k[1]))), []).append(
-                    math.log(b[k] / a[k]))
-            for (_, k), ms in moves.items():  # two records of one process: how far their ratio moved
-                kd = out[k]
-                shared = [abs(x - y) for i, x in enumerate(ms) for y in ms[i + 1:]]
-                (kd.shared_logs if same else kd.shared_changed_logs).extend(shared)
+            pa, pb = per_process(old.records), per_process(new.records)
+            for proc in sorted(pa.keys() & pb.keys()):  # two figures of one process: how far their ratio moved
+                common = sorted(pa[proc].keys() & pb[proc].keys())
+                for i, x in enumerate(common):
+                    for y in common[i + 1:]:
+                        kx = kind(x[0], dict(x[1]))
+                        if kind(y[0], dict(y[1])) != kx:
+                            continue
+                        kd = out[kx]
+                        m = ratio_move(pa[proc][x], pa[proc][y], pb[proc][x], pb[proc][y])
+                        (kd.shared_logs if same else kd.shared_changed_logs).append(m)
+                        (kd.shared_who if same else kd.shared_changed_who).append(
+                            pair_label(figure_label(new.key, *x), figure_label(new.key, *y)))
     _run_pairs(history(root, platform), out)
     return out
 
@@ -386,9 +416,11 @@ def table(root: Path) -> dict:
     measured = {p: measure(root, p) for p in platforms(root)}
     plats: dict[str, dict] = {}
     own_figures: dict[str, dict[str, float]] = {}
+    own_pairs: dict[str, dict[str, float]] = {}
     for p, kinds in measured.items():
         rows = {}
         apart: dict[str, float] = {}
+        pairs: dict[str, float] = {}
         for k, kd in kinds.items():
             logs, source = kd.basis()
             level = quantile(logs, LEVEL) if logs else math.log(DEFAULT)
@@ -397,13 +429,21 @@ def table(root: Path) -> dict:
                 if x > level:
                     apart[label] = _up(math.exp(x))
             shared, _ = kd.basis(shared=True)
+            shared_level = quantile(shared, LEVEL) if shared else None
+            if shared_level is not None and math.exp(shared_level) < factor ** 2:
+                for label, x in kd.own_shared().items():
+                    if x > shared_level:
+                        pairs[label] = _up(math.exp(x))
+            else:
+                shared_level = None
             run = kd.run_basis(set(apart))
             run_level = math.exp(quantile(run, LEVEL)) if run else None
             rows[k] = {
                 "drift": _up(factor) if logs else DEFAULT,
                 "max": _up(math.exp(max(logs))) if logs else None,
-                # the ratio of two such records from the same process, where it moved less than two drifts
-                "shared": _up(math.exp(max(shared))) if shared and math.exp(max(shared)) < factor ** 2 else None,
+                # the ratio of two such records from the same process (its LEVEL percentile; a pair that moved more
+                # keeps its own, `pairs`), where that is less than two drifts
+                "shared": _up(math.exp(shared_level)) if shared_level is not None else None,
                 "shared_pairs": len(shared),
                 # the ratio of two such figures captured in one run, where it moved less than two drifts
                 "run": _up(run_level) if run_level and run_level < factor ** 2 else None,
@@ -419,14 +459,17 @@ def table(root: Path) -> dict:
             }
         plats[p] = rows
         own_figures[p] = dict(sorted(apart.items()))
+        own_pairs[p] = dict(sorted(pairs.items()))
     return {
         "about": "Drift of each kind of timing between captures on the platform's own host: the 95th percentile "
                  "of how far its figures moved, beyond the spread of their repeats, between successive captures of "
-                 "the same program; a figure that moved more keeps its own largest move (figures). "
+                 "the same program; a figure that moved more keeps its own largest move (figures), and so does a pair of "
+                 "figures of one process whose ratio moved more than its kind's shared drift (pairs). "
                  "capture/evidence/drift.py; recompute: python -m capture drift",
         "default": DEFAULT,
         "platforms": plats,
         "figures": own_figures,
+        "pairs": own_pairs,
     }
 
 

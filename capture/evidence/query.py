@@ -26,6 +26,7 @@ import statistics
 from dataclasses import dataclass, replace
 
 from capture.evidence import verdict
+from capture.evidence.drift import figure_label
 
 REF = re.compile(r"([a-z0-9][a-z0-9._-]*)@(cpu|gpu):([A-Za-z_][A-Za-z0-9_.]*)(\{[^}]*\})?")
 # Units of measured quantities: a timing, or a rate derived from one. Everything else is exact.
@@ -72,6 +73,7 @@ class Value:
     why: for a verdict, the comparison that decided it, with both sides' values.
     timed: for a verdict, whether a comparison of measurements went into it (a timing verdict).
     kind: a measured value's kind of figure (capture/evidence/drift.py), when it is one record's or all its parts share it.
+    figure: the figure a measured value was read from (drift.figure_label), when all its records are of one.
     proc: where a measured value was taken (fragment, how it was aggregated, the processes behind it), for the
       shared drift of two figures from one process (capture/evidence/verdict.py); () when it mixes several.
     repeats: for a cannot-tell comparison of measurements, what this capture's repeats alone say
@@ -92,6 +94,7 @@ class Value:
     tags: tuple[tuple[str, str], ...] = ()
     timed: bool = False
     kind: str = ""
+    figure: str = ""
     proc: tuple = ()
     repeats: bool | None = None
 
@@ -151,10 +154,11 @@ def record_values(ref: Ref, records: list[dict], drift: verdict.PlatformDrift | 
         d = drift.record(r["name"], dict(tags), ref.key) if measured else 0.0
         lo = hi = r["value"] if d else None
         kind = drift.kind(r["name"], dict(tags)) if measured else ""
+        figure = figure_label(ref.key, r["name"], tags) if measured else ""
         proc = (ref.key, "", frozenset([dict(tags).get("process", "")])) if measured else ()
         picked = [f"{k}={v}" for k, v in tags if k not in dict(ref.tags)]
         label = ref.text + (f"{{{','.join(picked)}}}" if picked and len(records) > 1 else "")
-        out.append(Value(r["value"], unit, (ref.key,), lo, hi, d, "", label, tags, kind=kind, proc=proc))
+        out.append(Value(r["value"], unit, (ref.key,), lo, hi, d, "", label, tags, kind=kind, figure=figure, proc=proc))
     return out
 
 
@@ -199,7 +203,7 @@ def _aggregate(fn: str, vals: list, expr: str) -> Value:
         v = statistics.median(nums) if fn == "median" else statistics.fmean(nums)
         lo, hi = min(los), max(his)
     return Value(v, unit, _srcs(*vs), lo if drift else None, hi if drift else None, drift,
-                 kind=_common(x.kind for x in vs), proc=_aggregated_proc(fn, vs))
+                 kind=_common(x.kind for x in vs), figure=_common(x.figure for x in vs), proc=_aggregated_proc(fn, vs))
 
 
 def _common(xs) -> str:
@@ -468,7 +472,7 @@ class _Ctx:
         one = av if not bv.drift else bv if not av.drift else None
         return Value(v, unit, _srcs(av, bv), lo if drift else None, hi if drift else None, drift,
                      label=av.label if not bv.label else bv.label if not av.label else "",
-                     kind=one.kind if one else "", proc=one.proc if one else ())
+                     kind=one.kind if one else "", figure=one.figure if one else "", proc=one.proc if one else ())
 
     @staticmethod
     def text_of(a: Value, b: Value) -> str:
@@ -549,7 +553,7 @@ class _Ctx:
         own = max(a.drift, b.drift) > self.drift.level(a.kind) + 1e-12  # a figure that keeps its own drift
         found = [None if own else self.drift.run_shared(a.kind, _srcs(a, b))]
         if a.proc and a.proc == b.proc:
-            found.append(self.drift.shared(a.kind))
+            found.append(self.drift.shared(a.kind, a.figure, b.figure))
         found = [x for x in found if x is not None]
         return min(found) if found else None
 

@@ -21,7 +21,8 @@ So `a < b` with two timings says yes only when a's slowest repeat, raised by a's
 b's fastest repeat, lowered by b's drift: every capture the history shows would have ordered them the
 same way. Two figures of one kind from the same process (the same fragment and process, both sides
 aggregated the same way over the same processes) move together: where the history shows their ratio
-moves less than their two drifts together, each side is widened by half of that instead (`shared`). Two
+moves less than their two drifts together (the 95th percentile of such ratios' moves; a pair of figures
+whose ratio moved more keeps its own largest move), each side is widened by half of that instead (`shared`). Two
 figures of one kind captured in one run (capture/evidence/runs.py: one sitting on one machine) share that
 machine's state too: where the history shows their ratio moves less than their two drifts together, each
 side is widened by half of that (`run`). A kind of figure a platform has no history for (and every kind of a platform not in the
@@ -36,7 +37,7 @@ import math
 import operator
 from pathlib import Path
 
-from capture.evidence.drift import DATA, DEFAULT, figure_label, kind
+from capture.evidence.drift import DATA, DEFAULT, figure_label, kind, pair_label
 
 CANNOT_TELL = None  # the third value
 
@@ -102,11 +103,15 @@ class PlatformDrift:
         own = self.drifts.own(self.platform, figure_label(key, name, tags)) if key else None
         return max(d, math.log(own)) if own else d
 
-    def shared(self, kind_: str) -> float | None:
-        """ln of how far the ratio of two records of this kind from one process moved at most, where the
-        history shows it moves less than the two drifts together; None elsewhere."""
+    def shared(self, kind_: str, left: str = "", right: str = "") -> float | None:
+        """ln of how far the ratio of two figures of this kind from one process may move: the kind's level, where
+        the history shows that is less than the two drifts together (None elsewhere), or for the pair of figures
+        `left` and `right` (figure labels) its own largest move where it moved more (drift.json's `pairs`)."""
         s = self.drifts._row(self.platform, kind_).get("shared")
-        return math.log(float(s)) if s else None
+        if not s:
+            return None
+        own = ((self.drifts.table.get("pairs") or {}).get(self.platform or "") or {}).get(pair_label(left, right))
+        return math.log(max(float(s), float(own or 0)))
 
     def run_shared(self, kind_: str, sources: tuple[str, ...]) -> float | None:
         """ln of how far the ratio of two figures of this kind captured in one run moved (drift.json's `run`),

@@ -195,6 +195,38 @@ def test_two_figures_of_one_process_use_their_shared_drift_and_no_others_do():
     assert e.eval("0.5 * t@cpu:b.median < t@cpu:a.median").v is True  # a constant factor keeps the process
 
 
+def test_a_pair_of_one_process_that_moved_more_than_its_kind_keeps_its_own_shared_drift():
+    pair = drift.pair_label("t@cpu b.median", "t@cpu a.median")
+    assert pair == drift.pair_label("t@cpu a.median", "t@cpu b.median")  # either order
+    table = {"platforms": {"box": {"median": {"drift": 1.5, "shared": 1.1}}}, "pairs": {"box": {pair: 2.0}}}
+    pd = verdict.Drifts(table).of_platform("box")
+    assert pd.shared("median") == pytest.approx(math.log(1.1))  # no pair named: the kind's level
+    assert pd.shared("median", "t@cpu a.median", "t@cpu b.median") == pytest.approx(math.log(2.0))
+    assert pd.shared("median", "t@cpu a.median", "t@cpu c.median") == pytest.approx(math.log(1.1))
+    recs = [rec("a.median", 1.0, process=1), rec("b.median", 1.3, process=1), rec("c.median", 1.3, process=1)]
+    e = Evaluator(ev(recs).lookup, pd)
+    assert e.eval("t@cpu:a.median < t@cpu:c.median").v is True  # 1.0 * sqrt(1.1) < 1.3 / sqrt(1.1)
+    assert e.eval("t@cpu:a.median < t@cpu:b.median").v is None  # this pair moved x2 once: sqrt(2) each side
+    # aggregated over its repeats a value keeps its figure, so the pair is still found
+    assert e.eval("min(t@cpu:a.median) < min(t@cpu:b.median)").v is None
+
+
+def test_the_shared_drift_compares_figures_of_one_process_not_one_repeat_with_another():
+    """torch's return on the 2-core box: returned and synced were the same in every repeat, while the repeats
+    themselves went from 22-217 ms in one capture to 137-141 ms in the next. Their ratio did not move."""
+    old = [rec("ret.returned", v, run=i) for i, v in enumerate((217e-3, 22e-3, 43e-3, 44e-3, 40e-3))] + \
+          [rec("ret.synced", v * 1.0001, run=i) for i, v in enumerate((217e-3, 22e-3, 43e-3, 44e-3, 40e-3))]
+    new = [rec("ret.returned", v, run=i) for i, v in enumerate((140e-3, 138e-3, 138e-3, 137e-3, 136e-3))] + \
+          [rec("ret.synced", v * 1.0001, run=i) for i, v in enumerate((140e-3, 138e-3, 138e-3, 137e-3, 136e-3))]
+    figs_old, figs_new = drift.per_process(old)[""], drift.per_process(new)[""]
+    a, b = ("ret.returned", ()), ("ret.synced", ())
+    assert sorted(figs_old) == [a, b] and len(figs_old[a]) == 5
+    assert drift.ratio_move(figs_old[a], figs_old[b], figs_new[a], figs_new[b]) == pytest.approx(0.0, abs=1e-9)
+    # two processes of one capture are kept apart
+    procs = drift.per_process([rec("x", 1.0, process=1), rec("x", 2.0, process=2)])
+    assert sorted(procs) == ["1", "2"] and procs["2"] == {("x", ()): [2.0]}
+
+
 def test_the_issue_example_is_decided_by_a_drift_under_1_2_and_not_by_one_over_it():
     """candle vs burn, later matmul on the H200's GPU: 71.3 us [70.0-71.8] against 106 us [104-107]."""
     candle, burn = (70.0e-6, 71.8e-6), (104.0e-6, 107.0e-6)
