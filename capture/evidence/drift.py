@@ -256,6 +256,24 @@ class KindDrift:
         who = self.run_who + self.run_changed_who if source.endswith("changed inputs") else self.run_who
         return [x for x, (a, b) in zip(logs, who) if a not in apart and b not in apart]
 
+    def run_own(self, apart: set[str], level: float) -> tuple[dict[str, float], dict[str, float]]:
+        """What keeps its own run drift, over the run moves the run drift is taken from: each figure of `apart`
+        (one that keeps its own drift), the largest move of its ratio to any figure not in `apart`, which is how
+        far it moved against the rest of the machine; and each pair of figures whose ratio moved more than `level`,
+        its largest move (pair_label), unless exactly one of them is in `apart` (that figure's own covers it)."""
+        logs, source = self.basis(run=True)
+        who = self.run_who + self.run_changed_who if source.endswith("changed inputs") else self.run_who
+        figs: dict[str, float] = {}
+        pairs: dict[str, float] = {}
+        for x, (a, b) in zip(logs, who):
+            for mine, other in ((a, b), (b, a)):
+                if mine in apart and other not in apart:
+                    figs[mine] = max(figs.get(mine, 0.0), x)
+            if x > level and (a in apart) == (b in apart):
+                label = pair_label(a, b)
+                pairs[label] = max(pairs.get(label, 0.0), x)
+        return figs, pairs
+
     def widest(self) -> str:
         """The figure whose move set the drift ("" where the drift is not measured)."""
         logs, source = self.basis()
@@ -276,6 +294,13 @@ def figure_label(key: str, name: str, tags) -> str:
 def pair_label(a: str, b: str) -> str:
     """Two figures' labels as one key of drift.json's `pairs` (order does not matter)."""
     return " | ".join(sorted((a, b)))
+
+
+def pair_factor(nested: dict, a: str, b: str) -> float | None:
+    """The factor drift.json's `run_pairs` holds for two figures: keyed by the first label in sorted order, then
+    the other (a pair_label split in two, which keeps the file about half as long)."""
+    first, second = sorted((a, b))
+    return (nested.get(first) or {}).get(second)
 
 
 def figures(records: list[dict]) -> dict[tuple, list[float]]:
@@ -417,10 +442,14 @@ def table(root: Path) -> dict:
     plats: dict[str, dict] = {}
     own_figures: dict[str, dict[str, float]] = {}
     own_pairs: dict[str, dict[str, float]] = {}
+    run_figures: dict[str, dict[str, float]] = {}
+    run_pairs: dict[str, dict[str, float]] = {}
     for p, kinds in measured.items():
         rows = {}
         apart: dict[str, float] = {}
         pairs: dict[str, float] = {}
+        run_figs: dict[str, float] = {}
+        run_prs: dict[str, float] = {}
         for k, kd in kinds.items():
             logs, source = kd.basis()
             level = quantile(logs, LEVEL) if logs else math.log(DEFAULT)
@@ -438,6 +467,10 @@ def table(root: Path) -> dict:
                 shared_level = None
             run = kd.run_basis(set(apart))
             run_level = math.exp(quantile(run, LEVEL)) if run else None
+            if run_level and run_level < factor ** 2:
+                figs, prs = kd.run_own(set(apart), math.log(run_level))
+                run_figs.update({label: _up(math.exp(x)) for label, x in figs.items()})
+                run_prs.update({label: _up(math.exp(x)) for label, x in prs.items()})
             rows[k] = {
                 "drift": _up(factor) if logs else DEFAULT,
                 "max": _up(math.exp(max(logs))) if logs else None,
@@ -460,16 +493,26 @@ def table(root: Path) -> dict:
         plats[p] = rows
         own_figures[p] = dict(sorted(apart.items()))
         own_pairs[p] = dict(sorted(pairs.items()))
+        run_figures[p] = dict(sorted(run_figs.items()))
+        nested: dict[str, dict[str, float]] = {}
+        for label, f in sorted(run_prs.items()):
+            first, second = label.split(" | ")
+            nested.setdefault(first, {})[second] = f
+        run_pairs[p] = nested
     return {
         "about": "Drift of each kind of timing between captures on the platform's own host: the 95th percentile "
                  "of how far its figures moved, beyond the spread of their repeats, between successive captures of "
                  "the same program; a figure that moved more keeps its own largest move (figures), and so does a pair of "
-                 "figures of one process whose ratio moved more than its kind's shared drift (pairs). "
-                 "capture/evidence/drift.py; recompute: python -m capture drift",
+                 "figures of one process whose ratio moved more than its kind's shared drift (pairs). Two figures "
+                 "of one run: a figure that keeps its own drift has its own run drift, its largest move against the "
+                 "others (run_figures), and a pair whose ratio moved more than its kind's run drift keeps its own "
+                 "(run_pairs). capture/evidence/drift.py; recompute: python -m capture drift",
         "default": DEFAULT,
         "platforms": plats,
         "figures": own_figures,
         "pairs": own_pairs,
+        "run_figures": run_figures,
+        "run_pairs": run_pairs,
     }
 
 

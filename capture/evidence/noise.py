@@ -71,7 +71,9 @@ def within_drift(rng: random.Random, pd: verdict.PlatformDrift):
         key = str(key)  # a FragmentKey or its text
         tags = r.get("tags") or {}
         k, d = pd.kind(r["name"], tags), pd.record(r["name"], tags, key)
-        s_proc, s_run = pd.shared(k), (None if d > pd.level(k) + 1e-12 else pd.run_shared(k, (key,)))
+        s_proc, s_run = pd.shared(k), pd.run_shared(k, (key,))
+        if s_run is not None:  # within a run a figure that keeps its own drift moves as its kind does (a stricter
+            d = min(d, pd.level(k))  # move than the rule allows it, so still within what the rule assumes)
         own = min([d] + [x / 2 for x in (s_proc, s_run) if x is not None])  # apart from everything
         apart_in_run = d if s_run is None else min(d, s_run / 2)  # how far two processes of one run move apart
         in_run = max(0.0, apart_in_run - own)  # the process's share

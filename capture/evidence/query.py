@@ -550,8 +550,9 @@ class _Ctx:
         captured in one run; the smaller where both apply."""
         if not (a.drift and b.drift and a.kind and a.kind == b.kind):
             return None
-        own = max(a.drift, b.drift) > self.drift.level(a.kind) + 1e-12  # a figure that keeps its own drift
-        found = [None if own else self.drift.run_shared(a.kind, _srcs(a, b))]
+        # a side that keeps its own drift but is no single figure (a sum, say) has no own run drift to look up
+        own = any(x.drift > self.drift.level(a.kind) + 1e-12 and not x.figure for x in (a, b))
+        found = [None if own else self.drift.run_shared(a.kind, _srcs(a, b), a.figure, b.figure)]
         if a.proc and a.proc == b.proc:
             found.append(self.drift.shared(a.kind, a.figure, b.figure))
         found = [x for x in found if x is not None]

@@ -25,7 +25,8 @@ moves less than their two drifts together (the 95th percentile of such ratios' m
 whose ratio moved more keeps its own largest move), each side is widened by half of that instead (`shared`). Two
 figures of one kind captured in one run (capture/evidence/runs.py: one sitting on one machine) share that
 machine's state too: where the history shows their ratio moves less than their two drifts together, each
-side is widened by half of that (`run`). A kind of figure a platform has no history for (and every kind of a platform not in the
+side is widened by half of that (`run`; a figure that keeps its own drift, by half of its own largest move
+against the other figures of its runs, and a pair whose ratio moved more, by half of its own). A kind of figure a platform has no history for (and every kind of a platform not in the
 table) takes DEFAULT, the old fixed rule: a factor 2 between two timings, sqrt(2) on each side. A claim
 that means "much less" says so with a factor (`a < 0.25 * b`) and gets its band around that factor.
 """
@@ -37,7 +38,7 @@ import math
 import operator
 from pathlib import Path
 
-from capture.evidence.drift import DATA, DEFAULT, figure_label, kind, pair_label
+from capture.evidence.drift import DATA, DEFAULT, figure_label, kind, pair_factor, pair_label
 
 CANNOT_TELL = None  # the third value
 
@@ -113,13 +114,26 @@ class PlatformDrift:
         own = ((self.drifts.table.get("pairs") or {}).get(self.platform or "") or {}).get(pair_label(left, right))
         return math.log(max(float(s), float(own or 0)))
 
-    def run_shared(self, kind_: str, sources: tuple[str, ...]) -> float | None:
-        """ln of how far the ratio of two figures of this kind captured in one run moved (drift.json's `run`),
-        when every fragment in `sources` comes from one run; None elsewhere. (A figure that keeps its own
-        drift was left out of that measure: the caller does not ask for it, query.Evaluator.shared.)"""
+    def run_shared(self, kind_: str, sources: tuple[str, ...], left: str = "", right: str = "") -> float | None:
+        """ln of how far the ratio of two figures of this kind captured in one run may move, when every fragment in
+        `sources` comes from one run; None elsewhere. The kind's level (drift.json's `run`, measured without the
+        figures that keep their own drift), raised to what the history shows for these two figures (labels
+        `left`, `right`): a figure that keeps its own drift, its largest move against the other figures of its
+        runs (`run_figures`; None if it has none), and a pair that moved more, its own (`run_pairs`)."""
         s = self.drifts._row(self.platform, kind_).get("run")
         runs = {self.runs.get(src) for src in sources}
-        return math.log(float(s)) if s and len(runs) == 1 and None not in runs else None
+        if not s or len(runs) != 1 or None in runs:
+            return None
+        table = self.drifts.table
+        factor = float(s)
+        for fig in (left, right):
+            if self.drifts.own(self.platform, fig):
+                own = ((table.get("run_figures") or {}).get(self.platform or "") or {}).get(fig)
+                if not own:
+                    return None
+                factor = max(factor, float(own))
+        pair = pair_factor((table.get("run_pairs") or {}).get(self.platform or "") or {}, left, right)
+        return math.log(max(factor, float(pair or 0)))
 
 
 DEFAULT_DRIFTS = Drifts()

@@ -337,6 +337,42 @@ def test_a_figure_that_moved_more_than_its_kind_keeps_its_own_drift_and_no_run_d
     assert e.eval("t@cpu:x.median < u@cpu:y.median").v is None  # x keeps its own x3: no run drift for it
 
 
+def test_a_figure_that_keeps_its_own_drift_shares_a_run_by_its_own_move_against_the_others():
+    """burn's MLP step on the 2-core box moved x1.93 alone between two days (the whole machine was slower), more
+    than its kind; against candle's step in the same runs it moved far less. It keeps its own drift across runs and
+    its own run drift within one."""
+    x, y, z = "t@cpu x.median{size=8}", "u@cpu y.median{size=8}", "u@cpu z.median{size=8}"
+    table = {"platforms": {"box": {"median": {"drift": 1.2, "run": 1.1}}},
+             "figures": {"box": {x: 3.0}},
+             "run_figures": {"box": {x: 1.15}},
+             "run_pairs": {"box": {y: {z: 1.5}}}}
+    pd = verdict.Drifts(table).of_platform("box", {"t@cpu": "r1", "u@cpu": "r1", "v@cpu": "r2"})
+    assert pd.run_shared("median", ("t@cpu", "u@cpu"), x, y) == pytest.approx(math.log(1.15))  # its own, over 1.1
+    assert pd.run_shared("median", ("t@cpu", "u@cpu"), y, z) == pytest.approx(math.log(1.5))  # a pair of its own
+    assert pd.run_shared("median", ("t@cpu", "u@cpu"), z, y) == pytest.approx(math.log(1.5))  # either order
+    assert pd.run_shared("median", ("t@cpu", "v@cpu"), x, y) is None  # two runs
+    no_history = {**table, "run_figures": {"box": {}}}
+    pd2 = verdict.Drifts(no_history).of_platform("box", {"t@cpu": "r1", "u@cpu": "r1"})
+    assert pd2.run_shared("median", ("t@cpu", "u@cpu"), x, y) is None  # own drift, no run history: no run drift
+    recs = [rec("x.median", 1.0, size=8), rec("y.median", 1.2, size=8), rec("z.median", 1.2, size=8)]
+    e = Evaluator(ev(recs).lookup, pd)
+    assert e.eval("t@cpu:x.median < u@cpu:y.median").v is True  # 1.0 * sqrt(1.15) < 1.2 / sqrt(1.15)
+    assert e.eval("median(t@cpu:x.median) < median(u@cpu:y.median)").v is True  # aggregated: the same figure
+    assert Evaluator(ev(recs).lookup, pd2).eval("t@cpu:x.median < u@cpu:y.median").v is None  # 3.0 and 1.2
+    # a sum is no single figure: each side keeps its own drift (x3 for x), and 1.0 * 3 > 2.2 / 3
+    assert e.eval("t@cpu:x.median < t@cpu:x.median + u@cpu:y.median").v is None
+
+
+def test_the_run_own_measure_takes_an_own_figure_against_the_others_and_pairs_above_the_level():
+    kd = drift.KindDrift()
+    kd.run_logs = [0.05, 0.30, 0.10, 0.40, 0.02] + [0.0] * 3  # MIN_PAIRS re-runs
+    kd.run_who = [("a", "b"), ("a", "c"), ("b", "c"), ("a", "d"), ("c", "d")] + [("e", "f")] * 3
+    figs, pairs = drift.KindDrift.run_own(kd, {"a", "d"}, 0.08)
+    assert figs == {"a": 0.30, "d": 0.02}  # a against b and c (not d: both own); d against c
+    # above the level: b|c (neither own) and a|d (both own); a|c is covered by a's own
+    assert pairs == {drift.pair_label("b", "c"): 0.10, drift.pair_label("a", "d"): 0.40}
+
+
 def test_figure_labels_leave_the_repeat_tags_out_and_sort_the_rest():
     assert drift.figure_label("t@cpu", "x", {"size": "8", "process": "1", "device": "cpu"}) == "t@cpu x{device=cpu,size=8}"
     assert drift.figure_label("t@cpu", "x", {"run": "2"}) == "t@cpu x"
