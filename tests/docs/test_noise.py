@@ -4,6 +4,7 @@ flips either; under extreme noise the expressions still evaluate and no yes turn
 step of cannot tell. And the drift table is the one the fragments' history gives."""
 
 import json
+import math
 import random
 import subprocess
 from pathlib import Path
@@ -78,3 +79,21 @@ def test_perturb_moves_within_the_drift_keeps_stats_triples_ordered_and_words_un
         out = perturb(recs, lambda r: factor("x@cpu", r))
         lo, mid, hi = (r["value"] for r in out[:3])
         assert lo <= mid <= hi and 1.0 / 1.5 <= lo and hi <= 1.2 * 1.5 and out[3]["value"] == "call"
+
+
+def test_within_a_run_a_figure_that_keeps_its_own_drift_moves_no_further_from_the_others_than_the_rule_allows():
+    """The rule widens two figures of one run by the run drift, a figure that keeps its own drift by its own run
+    drift (docs/drift.json run_figures). The drift test must stay within that, or its flips would be its own."""
+    own, other = "t@cpu x.median", "u@cpu y.median"
+    table = {"platforms": {"p": {"median": {"drift": 1.5, "run": 1.2}}},
+             "figures": {"p": {own: 3.0}}, "run_figures": {"p": {own: 1.3}}}
+    pd = verdict.Drifts(table).of_platform("p", {"t@cpu": "r1", "u@cpu": "r1"})
+    bound = pd.run_shared("median", ("t@cpu", "u@cpu"), own, other)
+    assert bound == pytest.approx(math.log(1.3))
+    x = {"name": "x.median", "value": 1.0, "unit": "s", "tags": {}}
+    y = {"name": "y.median", "value": 1.0, "unit": "s", "tags": {}}
+    widest = 0.0
+    for seed in range(200):
+        factor = within_drift(random.Random(seed), pd)
+        widest = max(widest, abs(math.log(factor("t@cpu", x) / factor("u@cpu", y))))
+    assert 0 < widest <= bound + 1e-12
