@@ -231,41 +231,35 @@ class KindDrift:
             return logs, "re-runs"
         return (logs + changed, "re-runs and changed inputs") if n + n_changed >= MIN_PAIRS else ([], "")
 
+    def labelled(self, shared: bool = False, run: bool = False) -> list[tuple[float, object]]:
+        """The moves basis() takes, each with what moved: a figure's label, a pair_label (shared) or the two
+        figures' labels (run)."""
+        logs, source = self.basis(shared, run)
+        mine, changed = (self.shared_who, self.shared_changed_who) if shared else \
+            (self.run_who, self.run_changed_who) if run else (self.who, self.changed_who)
+        return list(zip(logs, mine + changed if source.endswith("changed inputs") else mine))
+
     def own(self) -> dict[str, float]:
         """figure -> the largest move it made itself, over the pairs the drift is taken from."""
-        logs, source = self.basis()
-        who = self.who + self.changed_who if source.endswith("changed inputs") else self.who
-        out: dict[str, float] = {}
-        for label, x in zip(who, logs):
-            out[label] = max(out.get(label, 0.0), x)
-        return out
+        return _largest(self.labelled())
 
     def own_shared(self) -> dict[str, float]:
         """pair_label -> the largest move of that pair's ratio within one process, over the pairs the shared drift
         is taken from."""
-        logs, source = self.basis(shared=True)
-        who = self.shared_who + self.shared_changed_who if source.endswith("changed inputs") else self.shared_who
-        out: dict[str, float] = {}
-        for label, x in zip(who, logs):
-            out[label] = max(out.get(label, 0.0), x)
-        return out
+        return _largest(self.labelled(shared=True))
 
     def run_basis(self, apart: set[str]) -> list[float]:
         """The run moves the run drift is taken from, leaving out pairs with a figure that keeps its own drift."""
-        logs, source = self.basis(run=True)
-        who = self.run_who + self.run_changed_who if source.endswith("changed inputs") else self.run_who
-        return [x for x, (a, b) in zip(logs, who) if a not in apart and b not in apart]
+        return [x for x, (a, b) in self.labelled(run=True) if a not in apart and b not in apart]
 
     def run_own(self, apart: set[str], level: float) -> tuple[dict[str, float], dict[str, float]]:
         """What keeps its own run drift, over the run moves the run drift is taken from: each figure of `apart`
         (one that keeps its own drift), the largest move of its ratio to any figure not in `apart`, which is how
         far it moved against the rest of the machine; and each pair of figures whose ratio moved more than `level`,
         its largest move (pair_label), unless exactly one of them is in `apart` (that figure's own covers it)."""
-        logs, source = self.basis(run=True)
-        who = self.run_who + self.run_changed_who if source.endswith("changed inputs") else self.run_who
         figs: dict[str, float] = {}
         pairs: dict[str, float] = {}
-        for x, (a, b) in zip(logs, who):
+        for x, (a, b) in self.labelled(run=True):
             for mine, other in ((a, b), (b, a)):
                 if mine in apart and other not in apart:
                     figs[mine] = max(figs.get(mine, 0.0), x)
@@ -276,9 +270,16 @@ class KindDrift:
 
     def widest(self) -> str:
         """The figure whose move set the drift ("" where the drift is not measured)."""
-        logs, source = self.basis()
-        who = self.who + self.changed_who if source.endswith("changed inputs") else self.who
-        return who[max(range(len(logs)), key=logs.__getitem__)] if logs else ""
+        moves = self.labelled()
+        return max(moves, key=lambda m: m[0])[1] if moves else ""
+
+
+def _largest(moves: list[tuple[float, str]]) -> dict[str, float]:
+    """label -> the largest of its moves."""
+    out: dict[str, float] = {}
+    for x, label in moves:
+        out[label] = max(out.get(label, 0.0), x)
+    return out
 
 
 LEVEL = 0.95  # a kind's drift: this quantile of its figures' moves; a figure that moved more keeps its own
