@@ -9,6 +9,7 @@ symlink out of the repository) is refused with a PathError that says which rule 
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import secrets
@@ -17,6 +18,7 @@ from functools import cached_property
 from pathlib import Path, PurePosixPath
 
 from capture.storage.keys import check_platform_key
+from capture.system import regular
 
 # Roots a page may show files from ({snippet}); a manifest script lives under snippets/, a crate under crates/.
 SHOWN_ROOTS = ("snippets", "crates")
@@ -27,12 +29,28 @@ class PathError(ValueError):
     """A path that breaks the path policy; the message names the path, the rule and the allowed root."""
 
 
+class SymlinkLoop(PathError):
+    """A path that is a symlink loop (a link to itself, or links in a circle): it names no file at all."""
+
+
 def find_root(start: Path | None = None) -> Path:
     """The repository root: the nearest folder above `start` holding docs/experiments.toml."""
     here = (start or Path.cwd()).resolve()
     for d in (here, *here.parents):
-        if (d / "docs" / "experiments.toml").is_file():
+        manifest = d / "docs" / "experiments.toml"
+        if manifest.is_file():
             return d
+        if os.path.lexists(manifest):  # there, but a FIFO, a folder, a broken link...: this is the book, its manifest is not
+            restore = f"restore it (git -C {d} checkout -- docs/experiments.toml), then run the command again"
+            try:
+                regular.check(manifest)
+                why = ": cannot be read"
+            except regular.NotRegular as e:
+                raise SystemExit(f"error: {manifest} is {e.what}, not a regular file; remove it (rm {manifest}) and "
+                                 f"{restore}") from None
+            except OSError as e:
+                why = f": {e.strerror or e}" + (f" (a symlink to {os.readlink(manifest)})" if manifest.is_symlink() else "")
+            raise SystemExit(f"error: {manifest}{why}; remove it (rm {manifest}) and {restore}")
     raise SystemExit(f"error: no docs/experiments.toml above {here}; run from the book's repository")
 
 
@@ -63,7 +81,13 @@ def contained(path: Path, root: Path, what: str, real_root: Path | None = None) 
     """`path` resolved (symlinks followed); it must lie inside `root` (also resolved, or `real_root` when the
     caller has it)."""
     real_root = real_root or root.resolve()
-    real = path.resolve()
+    try:
+        real = path.resolve()
+    except (RuntimeError, OSError) as e:  # a symlink loop: RuntimeError before Python 3.13, OSError (ELOOP) from it on
+        if isinstance(e, OSError) and e.errno != errno.ELOOP:
+            raise
+        raise SymlinkLoop(f"{what} {path} is {regular.LOOP}, not a regular file; remove it (rm {path}) and "
+                          "restore the file (git checkout, or the command that makes it)") from None
     if real != real_root and real_root not in real.parents:
         link = " (through a symlink)" if path.absolute() != real else ""
         raise PathError(f"{what} {path} leaves {root}{link}: it resolves to {real}; only files inside {root} are allowed")

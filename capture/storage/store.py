@@ -34,7 +34,7 @@ from pathlib import Path
 from capture.storage import atomic
 from capture.system import oserror, regular
 from capture.storage.keys import PLATFORM_KEY, FragmentKey, check_platform_key
-from capture.storage.paths import PathError, contained
+from capture.storage.paths import PathError, SymlinkLoop, contained
 
 SCHEMA = 1
 
@@ -227,6 +227,8 @@ class Store:
                 if f.is_symlink():
                     try:
                         contained(f, self.root, "fragment file")
+                    except SymlinkLoop:
+                        return self._corrupt(platform, key, f, _unreadable(regular.NotRegular(f, regular.LOOP)))
                     except PathError as e:
                         return self._corrupt(platform, key, f, f"a symlink is not a fragment ({e})")
             try:

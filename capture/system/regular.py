@@ -9,12 +9,14 @@ names the path, what is there instead and the fix.
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 from pathlib import Path
 
 _KINDS = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
           (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a folder"))
+LOOP = "a symlink loop (it points back to itself)"
 
 
 def kind(mode: int) -> str:
@@ -38,7 +40,12 @@ class NotRegular(OSError):
 
 def check(path: Path | str) -> None:
     """Raise NotRegular when `path` (followed) is there but is not a regular file; OSError when it cannot be looked at."""
-    mode = os.stat(path).st_mode
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as e:
+        if e.errno == errno.ELOOP:  # a link to itself, or links in a circle: no file at all
+            raise NotRegular(path, LOOP) from None
+        raise
     if not stat.S_ISREG(mode):
         raise NotRegular(path, kind(mode))
 
