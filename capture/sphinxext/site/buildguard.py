@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import time
@@ -49,25 +50,57 @@ def _lock(app: Sphinx) -> None:
     app._book_build_lock = fd
 
 
+def _unwritable(what: str, folder: Path, e: OSError, other: str) -> ConfigError:
+    """One line for a build folder the build cannot write: the folder, why, and what to do."""
+    at = f" ({e.filename})" if e.filename and str(e.filename) != str(folder) else ""
+    if e.errno == errno.EROFS:  # chmod cannot help
+        fix = "remount it writable or build into another folder"
+    elif e.errno in (errno.EACCES, errno.EPERM):
+        fix = f"make it writable (chmod -R u+w {_nearest_existing(folder)}) or build into another folder"
+    elif e.errno in oserror.FULL:
+        fix = "free space on that disk or build into another folder"
+    elif e.errno in (errno.ENOTDIR, errno.EEXIST):
+        fix = "move away the file that is where a folder goes, or build into another folder"
+    else:
+        fix = "fix that path or build into another folder"
+    return ConfigError(f"cannot write the build's {what}: {folder}: {e.strerror or e}{at}; {fix} ({other}), "
+                       "then run the command again")
+
+
+def _nearest_existing(path: Path) -> Path:
+    """The path itself or its nearest folder above that exists: the one whose permissions decide a write."""
+    return next((p for p in (path, *path.parents) if os.path.lexists(p)), path)
+
+
+def _make_outdir(app: Sphinx) -> None:
+    """Create the output folder before Sphinx does (it would stop with an exception and its traceback log)."""
+    if os.path.isdir(app.outdir):
+        return
+    try:
+        os.makedirs(app.outdir, exist_ok=True)
+    except OSError as e:  # a read-only docs/_build (or checkout), a full disk
+        raise _unwritable("output folder", Path(app.outdir), e, "sphinx-build ... SOURCEDIR OTHER_DIR") from None
+
+
 def on_config_inited(app: Sphinx, config: Config) -> None:
     _lock(app)
     doctrees = Path(app.doctreedir)
     marker = doctrees / MARKER
-    if marker.exists():
-        logger.info("the previous build of this folder was interrupted: reading and writing every page again")
-        with contextlib.suppress(FileNotFoundError):
-            (doctrees / ENV_PICKLE).unlink()
     try:
+        if marker.exists():
+            logger.info("the previous build of this folder was interrupted: reading and writing every page again")
+            with contextlib.suppress(FileNotFoundError):
+                (doctrees / ENV_PICKLE).unlink()
         doctrees.mkdir(parents=True, exist_ok=True)
         marker.write_text(f"pid {os.getpid()}\n", encoding="utf-8")
     except OSError as e:  # read-only, or a file where a folder goes: said in one line, not an extension's traceback
-        raise ConfigError(f"cannot write the build's doctree folder: {oserror.plain(e)} "
-                          f"(or build into another folder: sphinx-build ... -d OTHER_DIR)") from None
+        raise _unwritable("doctree folder", doctrees, e, "sphinx-build ... SOURCEDIR OTHER_DIR, or -d OTHER_DIR for "
+                          "the doctrees alone") from None
 
 
 def on_build_finished(app: Sphinx, exception) -> None:
     if exception is None:
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(OSError):  # gone, or the folder became read-only: the next build only starts fresh
             (Path(app.doctreedir) / MARKER).unlink()
     fd = getattr(app, "_book_build_lock", None)
     if fd is not None:
@@ -76,6 +109,7 @@ def on_build_finished(app: Sphinx, exception) -> None:
 
 
 def setup(app: Sphinx):
+    _make_outdir(app)  # Sphinx makes it after loading the extensions, with an exception where it cannot
     app.connect("config-inited", on_config_inited, priority=0)  # before anything reads the saved environment
     app.connect("build-finished", on_build_finished, priority=1000)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}
