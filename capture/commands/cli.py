@@ -34,12 +34,35 @@ def _platform() -> Platform:
     return platform
 
 
+def _ask(question: str) -> bool:
+    """A y/N question on the terminal (stderr, answered on stdin); anything but y or yes, end of input or Ctrl-C: no."""
+    sys.stderr.write(question)
+    sys.stderr.flush()
+    try:
+        answer = sys.stdin.readline()
+    except (KeyboardInterrupt, OSError, ValueError):
+        answer = ""
+    if not answer.endswith("\n"):
+        sys.stderr.write("\n")
+    return answer.strip().lower() in ("y", "yes")
+
+
+def _terminal_in() -> bool:
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except (OSError, ValueError):
+        return False
+
+
 def cmd_regenerate(args, layout: Layout) -> int:
-    from capture.machines.hosts import HostMismatch
+    from capture.machines.hosts import HostMismatch, Unconfirmed
     from capture.machines.identity import IdentityError
     from capture.running.regenerate import Options, regenerate
     from capture.system.runner import Interrupted
 
+    if args.yes and not args.adopt:
+        print("error: --yes confirms what --adopt deletes; it does nothing without --adopt", file=sys.stderr)
+        return 2
     manifest, store = _common(layout)
     platform = _platform()
     _check_python(args.python)
@@ -51,12 +74,16 @@ def cmd_regenerate(args, layout: Layout) -> int:
     opts = Options(
         only=args.only, roles=args.device, force=args.force, python=args.python or sys.executable,
         prebuilt=Path(args.prebuilt) if args.prebuilt else None, adopt=args.adopt,
+        yes=args.yes, ask=_ask if _terminal_in() else None,  # no terminal and no --yes: an adoption that deletes is refused
     )
     try:
         outcomes = regenerate(layout, manifest, platform, store, opts)
     except StoreLocked as e:
         print(f"error: {e}", file=sys.stderr)
         return 3
+    except Unconfirmed as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
     except HostMismatch as e:
         if os.environ.get("BOOK_PLATFORM") or args.adopt:  # asked for by name: an error
             print(f"error: {e}", file=sys.stderr)
@@ -98,6 +125,7 @@ def _check_python(python: str | None) -> None:
 def cmd_status(args, layout: Layout) -> int:
     from capture.evidence.book import Book
     from capture.evidence.claims import failing_claims
+    from capture.machines import fingerprint
     from capture.machines.identity import of_machine
     from capture.machines.platform import machine_record
     from capture.storage.keys import KeyError_
@@ -105,7 +133,8 @@ def cmd_status(args, layout: Layout) -> int:
 
     manifest, store = _common(layout)
     here = _platform()
-    book = Book(layout.root, _book_order(layout), of_machine(here, machine_record(here)))
+    record = machine_record(here)
+    book = Book(layout.root, _book_order(layout), of_machine(here, record))
     book.manifest = manifest  # the one _common read (a cached_property: read once)
     platforms = book.platforms() + ([here.key] if here.key not in book.platforms() else [])
     if args.platform:  # one machine, perhaps one that has never captured: what it will run, and how
@@ -115,7 +144,7 @@ def cmd_status(args, layout: Layout) -> int:
             print(f"error: {e}", file=sys.stderr)
             return 2
         platforms = [args.platform]
-    note = host_note(book, here.key)
+    note = host_note(book, here.key, here, fingerprint.suggest_key(fingerprint.of_machine(record)))
     try:
         entries = collect(book, platforms)
         undecided: list[dict] = []
@@ -127,12 +156,14 @@ def cmd_status(args, layout: Layout) -> int:
 
     shares = [s for s in share.shares(book, layout.root / "docs") if s.platform in platforms]
     if args.json:
-        print(json.dumps({"this_platform": here.key, "this_host_is_that_machine": not note, "entries": as_json(entries),
-                          "failing_claims": claims, "undecided_claims": undecided, "broken_platforms": book.broken,
-                          "timing_verdicts": [{"platform": s.platform, "yes": s.yes, "no": s.no,
-                                               "cannot_tell": [{"where": w, "why": why} for w, why in s.undecided]}
-                                              for s in shares]},
-                         indent=1, ensure_ascii=False))
+        # valid JSON whatever stdout's encoding: \u escapes where it cannot write UTF-8 (LC_ALL=C, PYTHONIOENCODING)
+        print(outstreams.json_text({"this_platform": here.key, "this_host_is_that_machine": not note,
+                                    "entries": as_json(entries), "failing_claims": claims, "undecided_claims": undecided,
+                                    "broken_platforms": book.broken,
+                                    "timing_verdicts": [{"platform": s.platform, "yes": s.yes, "no": s.no,
+                                                         "cannot_tell": [{"where": w, "why": why} for w, why in s.undecided]}
+                                                        for s in shares]},
+                                   indent=1))
     else:
         print(render(entries, book))
         print(share.render(shares))
@@ -263,6 +294,17 @@ def cmd_drift(args, layout: Layout) -> int:
     return 0
 
 
+def _seed_count(text: str) -> int:
+    """--seeds: a count that tests something, an integer of 1 or more (argparse reports the rest as a usage error)."""
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; give at least 1") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{n} seeds would test nothing; give at least 1 (the default is 10)")
+    return n
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m capture", description=__doc__)
     p.add_argument("--root", help="repository root (default: found from the current folder)")
@@ -277,6 +319,9 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("--no-review", action="store_true", help="skip the what-changed report")
     r.add_argument("--adopt", action="store_true",
                    help="make this host the platform's machine: capture every fragment here, then replace the platform")
+    r.add_argument("--yes", action="store_true",
+                   help="with --adopt: delete the platform's fragments that docs/experiments.toml no longer names "
+                        "without asking (asked on a terminal; refused without one)")
     r.set_defaults(fn=cmd_regenerate)
 
     s = sub.add_parser("status", help="fresh / stale / missing / failed per platform, experiment and role")
@@ -311,7 +356,8 @@ def main(argv: list[str] | None = None) -> int:
 
     n = sub.add_parser("noise", help="the pages' verdicts on every past capture, under the measured drift and under "
                                      "extreme noise: does any flip between yes and no?")
-    n.add_argument("--seeds", type=int, default=10)
+    n.add_argument("--seeds", type=_seed_count, default=10, metavar="N",
+                   help="random draws of the drift noise (at least 1; default 10)")
     n.set_defaults(fn=cmd_noise)
 
     d = sub.add_parser("drift", help="measure how far each kind of timing moves between captures (git history of "

@@ -88,12 +88,22 @@ def render(entries: list[Entry], book: Book | None = None) -> str:
     return "\n".join(lines)
 
 
-def host_note(book: Book, key: str) -> str:
-    """A line for status when this host detects `key` but is not that platform's machine ('' otherwise)."""
+def host_note(book: Book, key: str, platform=None, own_key: str = "") -> str:
+    """A line for status when this host detects `key` but is not that platform's machine ('' otherwise).
+
+    `platform` (this host, detected) and `own_key` (the key suggested for it): `--adopt` is suggested only where
+    it would be accepted, not where this host cannot run a role the platform holds (capture.machines.hosts)."""
+    from capture.machines import hosts
+
     if not book.other_host:
         return ""
-    return (f"this host is not {key}'s machine ({book.other_host}); its fragments are another machine's, "
-            f"and `capture check` compares skeletons only. To make this host that machine: nox -s regenerate -- --adopt")
+    note = (f"this host is not {key}'s machine ({book.other_host}); its fragments are another machine's, "
+            "and `capture check` compares skeletons only. ")
+    lost = hosts.lost_roles(book.store, key, platform) if platform is not None else []
+    if lost:
+        return note + (f"This host cannot be made that machine (it cannot run {'; '.join(lost)}); to capture it as a "
+                       f"platform of its own: BOOK_PLATFORM={own_key or '<a key of its own>'} nox -s regenerate")
+    return note + "To make this host that machine: nox -s regenerate -- --adopt"
 
 
 def problems(entries: list[Entry], claims: list[dict], book: Book | None = None) -> list[str]:

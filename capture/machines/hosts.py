@@ -1,7 +1,8 @@
 """One platform, one machine: regenerate refuses to write a platform from a host that is not its machine.
 
 A platform's machine is the fingerprint in its platform.json (capture/machines/fingerprint.py). A host with
-another fingerprint gets a refusal that changes no file, with the two ways on:
+another fingerprint gets a refusal that changes no file, with the ways on that work on that host (the second
+only where the host can run every role the platform holds):
 
 - capture this host as a platform of its own (`BOOK_PLATFORM=<new key> nox -s regenerate`, then
   add the key to `book_platforms` in conf.py), or
@@ -9,6 +10,9 @@ another fingerprint gets a refusal that changes no file, with the two ways on:
   make is captured into a staging store (.capture/adopt/<key>/), and only when all of them are
   captured does the staged folder replace the platform's folder, identity included. An adoption
   that fails or is interrupted leaves the old platform whole; running --adopt again continues it.
+  The platform's fragments of experiments the manifest no longer names are not captured again, so the swap
+  deletes them: they are listed first, and the adoption runs only once that is confirmed (y on a terminal,
+  or --yes); without either it stops before running anything.
 """
 
 from __future__ import annotations
@@ -52,8 +56,11 @@ def machine_of(store: Store, key: str) -> tuple[dict | None, str]:
 OTHER_HOST_EXIT = 4
 
 
-def guard(layout: Layout, store: Store, key: str, here: dict) -> None:
-    """Raise HostMismatch when `key` is another machine's platform. Writes nothing."""
+def guard(layout: Layout, store: Store, key: str, here: dict, platform=None) -> None:
+    """Raise HostMismatch when `key` is another machine's platform. Writes nothing.
+
+    `platform` (this host, as detected): the `--adopt` way on is offered only where it would be accepted,
+    not where this host cannot run a role the platform holds (refuse_losing)."""
     finish_swap(layout, store, key)
     want, source = machine_of(store, key)
     if want is None or fpmod.same(want, here):
@@ -61,17 +68,23 @@ def guard(layout: Layout, store: Store, key: str, here: dict) -> None:
     n = len(store.keys(key))
     diffs = "\n".join(f"  {d}" for d in fpmod.differences(want, here))
     new_key = fpmod.suggest_key(here)
+    own = (f"capture this host as a platform of its own: BOOK_PLATFORM={new_key} nox -s regenerate\n"
+           f"    (then add \"{new_key}\" to book_platforms in conf.py so the pages show it)")
+    lost = lost_roles(store, key, platform) if platform is not None else []
+    if lost:  # --adopt would be refused here: not offered
+        ways = (f"Nothing was written. One way on:\n  - {own}\n"
+                f"{key} cannot be adopted on this host: it cannot run what the platform holds ({'; '.join(lost)}); "
+                "adopt it (nox -s regenerate -- --adopt) on a machine that can")
+    else:
+        ways = (f"Nothing was written. Two ways on:\n  - {own}\n"
+                f"  - or adopt {key} on this host: nox -s regenerate -- --adopt\n"
+                f"    (captures all of its fragments here, {n} now; the platform and its identity are replaced only\n"
+                "    when every one is captured, so an interrupted adoption leaves the old platform whole)")
     raise HostMismatch(
         f"this host is not the machine whose fragments are under {layout.rel(store.root / key)}:\n"
         f"  that platform: {fpmod.describe(want)} ({layout.rel(Path(source.split(' (')[0]))})\n"
         f"  this host:     {fpmod.describe(here)}\n"
-        f"what differs (platform vs this host):\n{diffs}\n"
-        "Nothing was written. Two ways on:\n"
-        f"  - capture this host as a platform of its own: BOOK_PLATFORM={new_key} nox -s regenerate\n"
-        f"    (then add \"{new_key}\" to book_platforms in conf.py so the pages show it)\n"
-        f"  - or adopt {key} on this host: nox -s regenerate -- --adopt\n"
-        f"    (captures all of its fragments here, {n} now; the platform and its identity are replaced only\n"
-        "    when every one is captured, so an interrupted adoption leaves the old platform whole)"
+        f"what differs (platform vs this host):\n{diffs}\n{ways}"
     )
 
 
@@ -105,6 +118,48 @@ def refuse_losing(layout: Layout, store: Store, key: str, platform, here: dict) 
             f"{layout.rel(store.root / key)} holds ({'; '.join(lost)}), and an adoption replaces every fragment, "
             "so those would be lost. Nothing was run or written. Adopt it on a machine that can run them, "
             f"or capture this host as a platform of its own: BOOK_PLATFORM={fpmod.suggest_key(here)} nox -s regenerate")
+
+
+class Unconfirmed(RuntimeError):
+    """An adoption that would delete fragments the manifest no longer names, not confirmed; nothing was run or written."""
+
+
+SHOWN = 12  # keys named in a list of fragments an adoption deletes; the rest are counted
+
+
+def dropped(store: Store, stage: Store, key: str, wanted: set[str]) -> list[str]:
+    """The platform's fragments an adoption deletes: those of no experiment and role of the manifest (`wanted`)
+    that the staged folder does not hold either (it captures only what the manifest names)."""
+    staged = set(stage.keys(key))
+    return [k for k in store.keys(key) if k not in wanted and k not in staged]
+
+
+def listed(keys: list[str]) -> str:
+    """`a@cpu, b@cpu, ... and 84 more`: the first SHOWN keys, the rest counted."""
+    more = f" and {len(keys) - SHOWN} more" if len(keys) > SHOWN else ""
+    return ", ".join(keys[:SHOWN]) + more
+
+
+def confirm_dropping(layout: Layout, store: Store, key: str, gone: list[str], yes: bool, ask, out) -> None:
+    """Before an adoption runs: list the fragments it would delete and have that confirmed (`yes`, or `ask`, a
+    y/N question on a terminal); Unconfirmed otherwise, with nothing run or written."""
+    if not gone:
+        return
+    folder = layout.rel(store.root / key)
+    what = (f"--adopt replaces {folder} by what this host captures, and docs/experiments.toml names no experiment "
+            f"and role for {len(gone)} of its committed fragments: {listed(gone)}. They would be deleted")
+    if yes:
+        print(f"{what} (confirmed with --yes).", file=out)
+        return
+    keep = ("To keep them, put their experiments back in docs/experiments.toml (git checkout -- docs/experiments.toml) "
+            "and run the same command again")
+    if ask is None:
+        raise Unconfirmed(f"{what}. Nothing was run or written. To delete them, run it again with --yes "
+                          f"(nox -s regenerate -- --adopt --yes). {keep}")
+    print(f"{what}.", file=out)
+    if not ask(f"delete these {len(gone)} fragment(s) of {folder} when the adoption finishes? [y/N] "):
+        raise Unconfirmed(f"not confirmed: nothing was run or written, {folder} keeps all its fragments. {keep}, "
+                          "or confirm with y (or --yes)")
 
 
 def not_captured(store: Store, stage: Store, key: str) -> list[str]:

@@ -19,6 +19,7 @@ import os
 import shutil
 import sys
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -75,6 +76,8 @@ class Options:
     python: str = sys.executable
     prebuilt: Path | None = None  # run binaries built elsewhere, skip cargo
     adopt: bool = False  # capture every fragment of the platform on this host, then replace it (capture/machines/hosts.py)
+    yes: bool = False  # with adopt: delete the platform's fragments the manifest no longer names without asking
+    ask: Callable[[str], bool] | None = None  # with adopt: a y/N question (a terminal); None: refuse unless `yes`
 
 
 def source_problem(exp: Experiment, layout: Layout, where: str) -> str:
@@ -143,7 +146,7 @@ def regenerate(layout: Layout, manifest: Manifest, platform: Platform, store: St
     here = fingerprint.of_machine(machine_record(platform))
     if opts.adopt:
         return _adopt(layout, manifest, platform, store, opts, here, out)
-    hosts.guard(layout, store, platform.key, here)
+    hosts.guard(layout, store, platform.key, here, platform)
     with contextlib.suppress(PathError):
         store.repair(platform.key)  # a publish cut between its renames by a process now gone: the old pair back
     jobs = plan(layout, manifest, platform, store, opts)
@@ -204,6 +207,9 @@ def _adopt(layout: Layout, manifest: Manifest, platform: Platform, store: Store,
     stage = hosts.staging(layout, platform.key)
     hosts.refuse_losing(layout, store, platform.key, platform, here)  # before anything runs
     hosts.guard(layout, stage, platform.key, here)  # a staged adoption begun by another host
+    wanted = {f"{e.id}@{r}" for e in manifest.experiments for r in e.roles}
+    gone = hosts.dropped(store, stage, platform.key, wanted)
+    hosts.confirm_dropping(layout, store, platform.key, gone, opts.yes, opts.ask, out)  # before anything runs
     with store.lock():
         print(f"adopting {platform.key} on this host ({fingerprint.describe(here)}): every fragment is captured into "
               f"{layout.rel(stage.root)} first", file=out)
@@ -221,7 +227,8 @@ def _adopt(layout: Layout, manifest: Manifest, platform: Platform, store: Store,
             return outcomes
         hosts.swap(layout, store, platform.key)
     print(f"adopted: {layout.rel(store.root / platform.key)} now holds {len(store.keys(platform.key))} fragments "
-          f"captured on this host, and its platform.json names this host", file=out)
+          f"captured on this host, and its platform.json names this host"
+          + (f"; deleted {len(gone)} that no experiment names: {hosts.listed(gone)}" if gone else ""), file=out)
     return outcomes
 
 

@@ -10,7 +10,9 @@ and `report` says so at the end, on whichever stream still works (and in the log
 
 from __future__ import annotations
 
+import codecs
 import io
+import json
 import os
 import sys
 import time
@@ -102,6 +104,21 @@ class Guarded(io.TextIOBase):
             os.close(fd)
         except (OSError, ValueError, AttributeError):
             pass
+
+
+def writes_utf(stream) -> bool:
+    """Whether `stream` encodes every character as it is (a UTF codec): otherwise what it cannot show becomes
+    Python's escapes (\\xe9, \\U0001f600), which are not JSON. JSON for such a stream is written ASCII-only."""
+    try:
+        return codecs.lookup(getattr(stream, "encoding", None) or "ascii").name.startswith("utf")
+    except LookupError:
+        return False
+
+
+def json_text(data, stream=None, **kw) -> str:
+    """json.dumps for output to `stream` (sys.stdout by default): valid JSON whatever its encoding, characters
+    as they are where it writes UTF-8, \\u escapes (JSON's own) where it does not."""
+    return json.dumps(data, ensure_ascii=not writes_utf(sys.stdout if stream is None else stream), **kw)
 
 
 def guard(root: Path, command: str) -> _Shared:
