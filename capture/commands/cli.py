@@ -278,20 +278,50 @@ def cmd_noise(args, layout: Layout) -> int:
 
 
 def cmd_drift(args, layout: Layout) -> int:
-    from capture.evidence import drift
+    """Measure the drift table; write it (under the store's lock: not beside a regenerate), or with --check compare it
+    with the committed one. Every file and git read goes through capture/evidence/driftfile.py."""
+    from capture.evidence import drift, driftfile
 
-    data = drift.table(layout.root)
-    print(drift.render(data))
-    if args.check:
-        path = layout.root / drift.DATA
-        old = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
-        if old != json.loads(json.dumps(data)):
-            print(f"{drift.DATA} differs from the fragments' history; rewrite it with: python -m capture drift",
-                  file=sys.stderr)
-            return 1
-        return 0
-    print(f"wrote {layout.rel(drift.write(layout.root, data))}")
+    driftfile.scratch_clean(layout.root)
+    try:
+        if args.check:  # writes nothing
+            data = drift.table(layout.root)
+            print(drift.render(data))
+            _drift_notes(driftfile.left_out_note())
+            try:
+                same = driftfile.unchanged(layout.root, data)
+            except driftfile.DataFileError as e:
+                print(f"error: {e}", file=sys.stderr)
+                return 1
+            if not same:
+                print(f"{drift.DATA} differs from the fragments' history; rewrite it with: {driftfile.COMMAND}",
+                      file=sys.stderr)
+                return 1
+            return 0
+        with Store(layout.fragments).lock():
+            data = drift.table(layout.root)
+            print(drift.render(data))
+            _drift_notes(driftfile.left_out_note())
+            path, replaced = driftfile.write(layout.root, data)
+    except StoreLocked as e:
+        print(f"error: {e}; {drift.DATA} is unchanged", file=sys.stderr)
+        return 3
+    except driftfile.HistoryMissing as e:
+        print(f"error: {e}; {drift.DATA} is unchanged", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"drift interrupted (Ctrl-C); {drift.DATA} is whole: the old table, or the new one if it was already "
+              "renamed into place (it is written to a temporary name and renamed)", file=sys.stderr)
+        return 130
+    _drift_notes(replaced or "")
+    print(f"wrote {layout.rel(path)}")
     return 0
+
+
+def _drift_notes(*notes: str) -> None:
+    for note in notes:
+        if note:
+            print(f"note: {note}", file=sys.stderr)
 
 
 def _seed_count(text: str) -> int:

@@ -41,10 +41,10 @@ from __future__ import annotations
 import json
 import math
 import statistics
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from capture.evidence import driftfile  # every file and git read of the drift goes through it
 from capture.evidence import runs as runsmod
 from capture.machines import fingerprint as fpmod
 
@@ -90,13 +90,13 @@ def kind(name: str, tags: dict | None = None) -> str:
 
 
 def _git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True).stdout
+    return driftfile.git(root, *args)  # refuses a history that is not all there (a shallow clone, no repository)
 
 
 def _timing(r: dict) -> bool:
     unit, v = r.get("unit", ""), r.get("value")
     measured = unit == "s" or unit.endswith("/s")
-    return measured and isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
+    return measured and isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 and driftfile.in_range(r)
 
 
 @dataclass
@@ -108,24 +108,7 @@ class Snapshot:
 
 def _blobs(root: Path, ids: list[str]) -> dict[str, dict]:
     """Parsed JSON of git blobs, read in one `git cat-file --batch` (an unreadable one is left out)."""
-    if not ids:
-        return {}
-    out = subprocess.run(["git", "-C", str(root), "cat-file", "--batch"], input=("\n".join(ids) + "\n").encode(),
-                         capture_output=True, check=True).stdout
-    parsed, pos = {}, 0
-    for blob in ids:
-        header_end = out.index(b"\n", pos)
-        header = out[pos:header_end].split()
-        size = int(header[2]) if len(header) == 3 else 0
-        body = out[header_end + 1: header_end + 1 + size]
-        pos = header_end + 1 + size + (1 if len(header) == 3 else 0)
-        try:
-            meta = json.loads(body)
-        except ValueError:
-            continue
-        if isinstance(meta, dict):
-            parsed[blob] = meta
-    return parsed
+    return driftfile.blobs(root, ids)
 
 
 def snapshots(root: Path, platform: str) -> list[Snapshot]:
@@ -146,8 +129,7 @@ def snapshots(root: Path, platform: str) -> list[Snapshot]:
 
 
 def platform_host(root: Path, platform: str) -> dict | None:
-    path = root / "docs" / "_fragments" / platform / "platform.json"
-    return json.loads(path.read_text(encoding="utf-8")).get("fingerprint")
+    return driftfile.fingerprint(root, platform)  # names a platform.json that is missing, not a file, or corrupt
 
 
 @dataclass
@@ -428,8 +410,7 @@ def _run_pairs(hist: dict[str, list[Capture]], out: dict[str, KindDrift]) -> Non
 
 
 def platforms(root: Path) -> list[str]:
-    base = root / "docs" / "_fragments"
-    return sorted(p.name for p in base.iterdir() if (p / "platform.json").is_file())
+    return driftfile.platforms(root)  # every platform of the store; one that cannot be measured is named, not left out
 
 
 def _up(x: float) -> float:
@@ -518,9 +499,7 @@ def table(root: Path) -> dict:
 
 
 def write(root: Path, data: dict) -> Path:
-    path = root / DATA
-    path.write_text(json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
-    return path
+    return driftfile.write(root, data)[0]  # checked, then replaced atomically (capture/evidence/driftfile.py)
 
 
 def render(data: dict) -> str:

@@ -33,12 +33,12 @@ that means "much less" says so with a factor (`a < 0.25 * b`) and gets its band 
 
 from __future__ import annotations
 
-import json
 import math
 import operator
 from pathlib import Path
 
-from capture.evidence.drift import DATA, DEFAULT, figure_label, kind, pair_factor, pair_label
+from capture.evidence import driftfile
+from capture.evidence.drift import DEFAULT, figure_label, kind, pair_factor, pair_label
 
 CANNOT_TELL = None  # the third value
 
@@ -55,14 +55,10 @@ class Drifts:
 
     @classmethod
     def load(cls, root: Path) -> Drifts:
-        """The committed table; none (a throwaway book) means DEFAULT for every kind."""
-        path = Path(root) / DATA
-        try:
-            return cls(json.loads(path.read_text(encoding="utf-8")))
-        except FileNotFoundError:
-            return cls()
-        except (OSError, ValueError) as e:
-            raise ValueError(f"{path}: cannot be read ({e}); recompute it with: python -m capture drift") from None
+        """The committed table; none (a throwaway book) means DEFAULT for every kind. A bad one (not a regular file,
+        not JSON, a drift that is not a finite factor >= 1, a newer format...) is a driftfile.DataFileError: one
+        line with the path, the line and the command that rebuilds it (capture/evidence/driftfile.py)."""
+        return cls(driftfile.read(root))
 
     def _row(self, platform: str | None, kind_: str) -> dict:
         return (self.table.get("platforms") or {}).get(platform or "", {}).get(kind_) or {}

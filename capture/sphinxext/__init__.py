@@ -11,6 +11,7 @@ from . import snippet
 from .charts import DataChartDirective
 from .claims import ClaimDirective
 from .coderule import check_code_blocks
+from .common import check_drift_file
 from .comparisons import CmpRole
 from .drifttable import DriftTableDirective
 from .freshness import STORE
@@ -67,6 +68,7 @@ def setup(app):
     app.add_role("meta", MetaRole())
     app.add_role("cmp", CmpRole())
     app.connect("config-inited", _add_static)
+    app.connect("builder-inited", check_drift_file)  # a bad docs/drift.json: one warning, then the default drift
     app.add_css_file("capture.css")
     app.connect("doctree-resolved", check_code_blocks)
     app.connect("doctree-resolved", check_terms)

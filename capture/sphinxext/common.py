@@ -34,8 +34,50 @@ def book(env) -> Book:
         note_page(env)
     app = env.app
     if getattr(app, "_capture_book", None) is None:
-        app._capture_book = Book(book_root(app), list(app.config.book_platforms), _local(app))
+        b = Book(book_root(app), list(app.config.book_platforms), _local(app))
+        _drift_table(app, b)
+        app._capture_book = b
     return app._capture_book
+
+
+# -- docs/drift.json: read and checked once per build (capture/evidence/driftfile.py) -----------------------
+DRIFT_PROBLEM = "_capture_drift_problem"  # on the app: the one line that said the drift table is bad
+
+
+def check_drift_file(app) -> None:
+    """builder-inited: a bad docs/drift.json (not a regular file, not JSON, a drift that is not a finite factor >= 1,
+    a newer format...) is one warning, an error under -W, naming the file, its line and the command that rebuilds
+    it; the pages are then built with the default drift (every kind DEFAULT), never a crash."""
+    from capture.evidence import driftfile
+    from capture.storage.datafile import DataFileError
+
+    try:
+        driftfile.read(book_root(app))
+    except DataFileError as e:
+        _drift_warning(app, e)
+
+
+def _drift_warning(app, e) -> None:
+    setattr(app, DRIFT_PROBLEM, str(e))
+    tail = "; until then every timing verdict uses the default drift"
+    if e.line:  # Sphinx prints the location before the message
+        logger.warning(f"{e.why}; {e.fix}{tail}", location=f"{e.path}:{e.line}", type="capture", subtype="drift")
+    else:
+        logger.warning(f"{e}{tail}", type="capture", subtype="drift")
+
+
+def _drift_table(app, b: Book) -> None:
+    """The book's drift table, or the default one where docs/drift.json is bad (said once, by check_drift_file)."""
+    from capture.evidence.verdict import Drifts
+    from capture.storage.datafile import DataFileError
+
+    if getattr(app, DRIFT_PROBLEM, None) is None:
+        try:
+            b.drifts  # noqa: B018 - read and checked now, not inside a directive
+            return
+        except DataFileError as e:
+            _drift_warning(app, e)
+    b.drifts = Drifts()
 
 
 def _local(app):

@@ -15,7 +15,7 @@ from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
 from capture.evidence.drift import DATA, KINDS
-from capture.sphinxext.common import book, warn
+from capture.sphinxext.common import DRIFT_PROBLEM, book, warn
 from capture.sphinxext.tables import table_node
 
 SOURCE = {"re-runs": "同一程序重跑", "re-runs and changed inputs": "重跑和输入改过的前后两次", "default": "默认值"}
@@ -30,6 +30,8 @@ class DriftTableDirective(SphinxDirective):
         b = book(self.env)
         self.env.note_dependency(str(b.layout.root / DATA))
         table = b.drifts.table
+        if getattr(self.env.app, DRIFT_PROBLEM, None):  # a bad file: said once already (common.check_drift_file)
+            return []
         if not table.get("platforms"):
             warn(f"drift-table: {DATA} is missing or empty; compute it with: python -m capture drift",
                  self.get_location(), "drift")
