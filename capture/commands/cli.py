@@ -284,6 +284,7 @@ def cmd_drift(args, layout: Layout) -> int:
 
     driftfile.scratch_clean(layout.root)
     try:
+        driftfile.require_history(layout.root)  # refused before the lock file or anything else is made
         if args.check:  # writes nothing
             data = drift.table(layout.root)
             print(drift.render(data))

@@ -14,9 +14,9 @@ what holds for the fragments.
 - Writing (`write`): the table is checked the same way first, then replaced atomically: a full disk, a kill or a
   Ctrl-C leaves the old table whole; a symlink in its place is replaced, never followed. `python -m capture drift`
   holds the fragment store's lock while it measures and writes, so a regenerate is not running beside it.
-- The history (`git`, `blobs`, `platforms`, `fingerprint`): the drift is measured from every committed version
-  of the fragments, so a history that is not all there is refused with what to do, never measured as if it
-  were: a shallow clone (`git fetch --unshallow`), no git or no repository, a repository git refuses to read
+- The history (`require_history`, `git`, `blobs`, `platforms`, `fingerprint`): the drift is measured from every
+  committed version of the fragments, so a history that is not all there is refused with what to do (before the
+  store's lock or anything else is made), never measured as if it were: a shallow clone (`git fetch --unshallow`), no git or no repository, a repository git refuses to read
   (another user's: `git config --global --add safe.directory PATH`), a platform whose platform.json cannot be
   read (missing, not a regular file, corrupt). Timing values so large or small that a ratio of two of them
   leaves the range a double holds (outside RANGE) are left out of the measure, and `left_out` says which.
@@ -223,6 +223,13 @@ def _whole_history(root: Path) -> None:
     _whole.add(key)
 
 
+def require_history(root: Path) -> list[str]:
+    """Everything the measure needs, checked before anything is locked or measured: the whole history, and every
+    platform with a platform.json that can be read (its platforms)."""
+    _whole_history(root)
+    return platforms(root)
+
+
 def git(root: Path, *args: str) -> str:
     """The output of a git command that reads the book's history, after checking that the history is all there."""
     _whole_history(root)
@@ -331,5 +338,5 @@ def scratch_clean(root: Path) -> None:
 
 
 __all__ = ["FORMAT", "COMMAND", "REBUILD", "RANGE", "HistoryMissing", "DataFileError", "path", "read", "write",
-           "problem", "git", "blobs", "platforms", "fingerprint", "in_range", "left_out_note", "unchanged",
-           "scratch_clean"]
+           "problem", "require_history", "git", "blobs", "platforms", "fingerprint", "in_range", "left_out_note",
+           "unchanged", "scratch_clean"]

@@ -163,6 +163,10 @@ def shallow(L: Layout) -> Layout:
     return Layout(clone)
 
 
+def nothing_made(L: Layout, out: str) -> None:
+    assert not (L.fragments / ".lock").exists(), "a refused drift made the store's lock file"
+
+
 def not_yours(L: Layout) -> None:
     """The repository belongs to another user: git's safe.directory check refuses it (root: a real chown; else a git
     on PATH that answers as git does)."""
@@ -239,7 +243,8 @@ UNCHANGED = f"{DRIFT} is unchanged"
 ROWS = [
     # -- the history drift needs: refused, nothing written, exit 2 -----------------------------------------------
     Row("drift-shallow-clone", "history", shallow, ["drift"],
-        f"is a shallow clone (git clone --depth) … fetch the whole history with: git -C … fetch --unshallow … {UNCHANGED}", 2, git=True),
+        f"is a shallow clone (git clone --depth) … fetch the whole history with: git -C … fetch --unshallow … {UNCHANGED}", 2, git=True,
+        then=nothing_made),
     Row("drift-check-shallow-clone", "history", shallow, ["drift", "--check"], "is a shallow clone … fetch --unshallow", 2, git=True),
     Row("drift-no-repository", "history", lambda L: None, ["drift"],
         f"is not in a git repository (no .git) … run it in a clone of the book … {UNCHANGED}", 2),
