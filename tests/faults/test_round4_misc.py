@@ -323,11 +323,9 @@ def test_bench_status_names_the_size_whose_figure_is_over(monkeypatch, capsys, t
     from capture.commands import bench_status
 
     monkeypatch.setattr(bench_status, "make_book", lambda root, n: "linux-x86_64-cpu")
-    current = {}
 
-    def timed(cmd, runs, ok=(0,)):
+    def timed(cmd, runs, ok=(0,)):  # (wall, CPU, output) of one command on the book of n experiments
         n = int(Path(cmd[cmd.index("--root") + 1]).name.split("-")[1])
-        current["n"] = n
         return figures[n] / 2, figures[n], f"linux-x86_64-cpu ( {n} fresh"
 
     monkeypatch.setattr(bench_status, "timed", timed)
