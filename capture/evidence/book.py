@@ -105,6 +105,7 @@ class Book:
         self.broken: dict[str, str] = self.store.folder_problems()
         self._states: dict[tuple[str, FragmentKey], FragmentState] = {}
         self._runs: dict[str, dict[str, str]] = {}
+        self._starts: dict[str, dict[str, str]] = {}
         # This host is the local platform's machine only if their fingerprints agree: a CI runner or
         # a new box that detects the same key is another machine, and the committed fragments are not its own.
         self.other_host = ""
@@ -303,7 +304,13 @@ class Book:
                 seen[ref] = recs
             return recs
 
-        return Evaluator(lookup, self.drifts.of_platform(platform, self.runs(platform)))
+        return Evaluator(lookup, self.drifts.of_platform(platform, self.runs(platform), self.starts(platform)))
+
+    def starts(self, platform: str) -> dict[str, str]:
+        """fragment key -> when its capture started on that platform (the history's earlier captures are those
+        before it)."""
+        self.runs(platform)
+        return self._starts[platform]
 
     def runs(self, platform: str) -> dict[str, str]:
         """fragment key -> the run it was captured in on that platform (capture/evidence/runs.py)."""
@@ -317,6 +324,7 @@ class Book:
                 if frag is not None and not frag.corrupt and isinstance(frag.meta, dict):
                     metas[key] = frag.meta
             self._runs[platform] = runsmod.label(metas)
+            self._starts[platform] = {k: str(m.get("started") or "") for k, m in metas.items()}
         return self._runs[platform]
 
     @cached_property

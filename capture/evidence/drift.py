@@ -38,6 +38,7 @@ inside each capture (largest/smallest of the same record over processes) is repo
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import statistics
@@ -225,30 +226,9 @@ class KindDrift:
         """figure -> the largest move it made itself, over the pairs the drift is taken from."""
         return _largest(self.labelled())
 
-    def own_shared(self) -> dict[str, float]:
-        """pair_label -> the largest move of that pair's ratio within one process, over the pairs the shared drift
-        is taken from."""
-        return _largest(self.labelled(shared=True))
-
     def run_basis(self, apart: set[str]) -> list[float]:
         """The run moves the run drift is taken from, leaving out pairs with a figure that keeps its own drift."""
         return [x for x, (a, b) in self.labelled(run=True) if a not in apart and b not in apart]
-
-    def run_own(self, apart: set[str], level: float) -> tuple[dict[str, float], dict[str, float]]:
-        """What keeps its own run drift, over the run moves the run drift is taken from: each figure of `apart`
-        (one that keeps its own drift), the largest move of its ratio to any figure not in `apart`, which is how
-        far it moved against the rest of the machine; and each pair of figures whose ratio moved more than `level`,
-        its largest move (pair_label), unless exactly one of them is in `apart` (that figure's own covers it)."""
-        figs: dict[str, float] = {}
-        pairs: dict[str, float] = {}
-        for x, (a, b) in self.labelled(run=True):
-            for mine, other in ((a, b), (b, a)):
-                if mine in apart and other not in apart:
-                    figs[mine] = max(figs.get(mine, 0.0), x)
-            if x > level and (a in apart) == (b in apart):
-                label = pair_label(a, b)
-                pairs[label] = max(pairs.get(label, 0.0), x)
-        return figs, pairs
 
     def widest(self) -> str:
         """The figure whose move set the drift ("" where the drift is not measured)."""
@@ -277,13 +257,6 @@ def figure_label(key: str, name: str, tags) -> str:
 def pair_label(a: str, b: str) -> str:
     """Two figures' labels as one key of drift.json's `pairs` (order does not matter)."""
     return " | ".join(sorted((a, b)))
-
-
-def pair_factor(nested: dict, a: str, b: str) -> float | None:
-    """The factor drift.json's `run_pairs` holds for two figures: keyed by the first label in sorted order, then
-    the other (a pair_label split in two, which keeps the file about half as long)."""
-    first, second = sorted((a, b))
-    return (nested.get(first) or {}).get(second)
 
 
 def figures(records: list[dict]) -> dict[tuple, list[float]]:
@@ -341,7 +314,7 @@ def measure(root: Path, platform: str) -> dict[str, KindDrift]:
             for (name, base), vs in figures(cap.records).items():
                 if len(vs) > 1:
                     out[kind(name, dict(base))].spread_logs.append(math.log(max(vs) / min(vs)))
-        for old, new in zip(caps, caps[1:]):
+        for old, new in itertools.combinations(caps, 2):  # every pair, not neighbours: commit order changes nothing
             if old.program[:3] != new.program[:3]:  # another device, command or hash scheme: not comparable
                 continue
             same = old.program == new.program
@@ -391,7 +364,7 @@ def _run_pairs(hist: dict[str, list[Capture]], out: dict[str, KindDrift]) -> Non
     for i, k1 in enumerate(keys):
         for k2 in keys[i:]:
             both = [r for r in order if k1 in by_run[r] and k2 in by_run[r]]
-            for r_old, r_new in zip(both, both[1:]):
+            for r_old, r_new in itertools.combinations(both, 2):
                 c1, c1n, c2, c2n = by_run[r_old][k1], by_run[r_new][k1], by_run[r_old][k2], by_run[r_new][k2]
                 if c1.program[:3] != c1n.program[:3] or c2.program[:3] != c2n.program[:3]:
                     continue
@@ -409,6 +382,51 @@ def _run_pairs(hist: dict[str, list[Capture]], out: dict[str, KindDrift]) -> Non
                         (out[ka].run_who if same else out[ka].run_changed_who).append(pair)
 
 
+HISTORY_DIGITS = 6  # significant digits a figure's repeats keep in the history table
+
+
+def compared(root: Path) -> set[tuple[str, str]]:
+    """(experiment@role, record name) of every record the pages' timing verdicts read (capture/evidence/share.py):
+    the figures whose history the verdict rule can use."""
+    from capture.evidence.query import parse_refs
+    from capture.evidence.share import verdict_expressions
+
+    docs = root / "docs"
+    if not docs.is_dir():
+        return set()
+    return {(r.key, r.name) for _, expr in verdict_expressions(docs) for r in parse_refs(expr)[1]}
+
+
+def history_table(root: Path, platform: str, wanted: set[tuple[str, str]] | None = None) -> dict:
+    """Every capture of the platform's own host that the current program can be compared with, for the verdict
+    rule's history (capture/evidence/verdict.py `History`): `captures`, a list of [experiment@role, started, run]
+    (the run from capture/evidence/runs.py over the whole history), and `figures`, each figure label's captures
+    as [index into captures, [its repeats]], for the records in `wanted` (all where None). A fragment's captures
+    count when they ran on the same device, command and inputs-hash scheme as its latest one (changed inputs too:
+    a capture that disagrees can only make the rule say cannot tell)."""
+    hist = history(root, platform)
+    if wanted is not None:
+        hist = {k: v for k, v in hist.items() if any(k == key for key, _ in wanted)}
+    labels = runsmod.label({f"{c.key}\t{c.started}": c.when for caps in hist.values() for c in caps})
+    runs: dict[str, int] = {}  # run label -> a small number, in order of first appearance
+    captures: list[list] = []
+    figs: dict[str, list] = {}
+    for key in sorted(hist):
+        caps = hist[key]
+        for cap in caps:
+            if cap.program[:3] != caps[-1].program[:3]:
+                continue
+            kept = {figure_label(key, name, base): sorted(float(f"{v:.{HISTORY_DIGITS}g}") for v in vs)
+                    for (name, base), vs in figures(cap.records).items() if wanted is None or (key, name) in wanted}
+            if not kept:
+                continue
+            run = runs.setdefault(labels.get(f"{key}\t{cap.started}", ""), len(runs))
+            captures.append([key, cap.started, run])
+            for label, vs in sorted(kept.items()):
+                figs.setdefault(label, []).append([len(captures) - 1, vs])
+    return {"captures": captures, "figures": dict(sorted(figs.items()))}
+
+
 def platforms(root: Path) -> list[str]:
     return driftfile.platforms(root)  # every platform of the store; one that cannot be measured is named, not left out
 
@@ -421,17 +439,12 @@ def table(root: Path) -> dict:
     """The data file's content: per platform and kind, the drift factor and what it was measured from; per
     platform, the figures that moved more than their kind's drift, each with its own."""
     measured = {p: measure(root, p) for p in platforms(root)}
+    wanted = compared(root)
     plats: dict[str, dict] = {}
     own_figures: dict[str, dict[str, float]] = {}
-    own_pairs: dict[str, dict[str, float]] = {}
-    run_figures: dict[str, dict[str, float]] = {}
-    run_pairs: dict[str, dict[str, float]] = {}
     for p, kinds in measured.items():
         rows = {}
         apart: dict[str, float] = {}
-        pairs: dict[str, float] = {}
-        run_figs: dict[str, float] = {}
-        run_prs: dict[str, float] = {}
         for k, kd in kinds.items():
             logs, source = kd.basis()
             level = quantile(logs, LEVEL) if logs else math.log(DEFAULT)
@@ -441,23 +454,15 @@ def table(root: Path) -> dict:
                     apart[label] = _up(math.exp(x))
             shared, _ = kd.basis(shared=True)
             shared_level = quantile(shared, LEVEL) if shared else None
-            if shared_level is not None and math.exp(shared_level) < factor ** 2:
-                for label, x in kd.own_shared().items():
-                    if x > shared_level:
-                        pairs[label] = _up(math.exp(x))
-            else:
+            if shared_level is not None and math.exp(shared_level) >= factor ** 2:
                 shared_level = None
             run = kd.run_basis(set(apart))
             run_level = math.exp(quantile(run, LEVEL)) if run else None
-            if run_level and run_level < factor ** 2:
-                figs, prs = kd.run_own(set(apart), math.log(run_level))
-                run_figs.update({label: _up(math.exp(x)) for label, x in figs.items()})
-                run_prs.update({label: _up(math.exp(x)) for label, x in prs.items()})
             rows[k] = {
                 "drift": _up(factor) if logs else DEFAULT,
                 "max": _up(math.exp(max(logs))) if logs else None,
-                # the ratio of two such records from the same process (its LEVEL percentile; a pair that moved more
-                # keeps its own, `pairs`), where that is less than two drifts
+                # the ratio of two such records from the same process (its LEVEL percentile), where that is less
+                # than two drifts
                 "shared": _up(math.exp(shared_level)) if shared_level is not None else None,
                 "shared_pairs": len(shared),
                 # the ratio of two such figures captured in one run, where it moved less than two drifts
@@ -474,27 +479,17 @@ def table(root: Path) -> dict:
             }
         plats[p] = rows
         own_figures[p] = dict(sorted(apart.items()))
-        own_pairs[p] = dict(sorted(pairs.items()))
-        run_figures[p] = dict(sorted(run_figs.items()))
-        nested: dict[str, dict[str, float]] = {}
-        for label, f in sorted(run_prs.items()):
-            first, second = label.split(" | ")
-            nested.setdefault(first, {})[second] = f
-        run_pairs[p] = nested
     return {
         "about": "Drift of each kind of timing between captures on the platform's own host: the 95th percentile "
-                 "of how far its figures moved, beyond the spread of their repeats, between successive captures of "
-                 "the same program; a figure that moved more keeps its own largest move (figures), and so does a pair of "
-                 "figures of one process whose ratio moved more than its kind's shared drift (pairs). Two figures "
-                 "of one run: a figure that keeps its own drift has its own run drift, its largest move against the "
-                 "others (run_figures), and a pair whose ratio moved more than its kind's run drift keeps its own "
-                 "(run_pairs). capture/evidence/drift.py; recompute: python -m capture drift",
+                 "of how far its figures moved, beyond the spread of their repeats, between any two captures of "
+                 "the same program; a figure that moved more keeps its own largest move (figures). The ratio of two "
+                 "figures of one process (shared) or one run (run) moves less. history: the captures of every figure "
+                 "the pages compare, for the rule's check against earlier captures in one sitting. "
+                 "capture/evidence/drift.py; recompute: python -m capture drift",
         "default": DEFAULT,
         "platforms": plats,
         "figures": own_figures,
-        "pairs": own_pairs,
-        "run_figures": run_figures,
-        "run_pairs": run_pairs,
+        "history": {p: history_table(root, p, wanted) for p in measured},
     }
 
 

@@ -26,7 +26,7 @@ import statistics
 from dataclasses import dataclass, replace
 
 from capture.evidence import verdict
-from capture.evidence.drift import figure_label
+from capture.evidence.drift import REPEAT_TAGS, figure_label
 
 REF = re.compile(r"([a-z0-9][a-z0-9._-]*)@(cpu|gpu):([A-Za-z_][A-Za-z0-9_.]*)(\{[^}]*\})?")
 # Units of measured quantities: a timing, or a rate derived from one. Everything else is exact.
@@ -79,6 +79,12 @@ class Value:
     repeats: for a cannot-tell comparison of measurements, what this capture's repeats alone say
       (verdict.by_repeats): yes or no where they already agree and only the drift keeps it open, None where
       they overlap.
+    same: for a cannot-tell comparison of two measurements neither scaled by a constant, the factor within which
+      the data bound their ratio (verdict.about_same: "about the same, within k"), None where they bound no gap.
+    agg, scale, whole: for a measured value of one figure, how its repeats were aggregated ("" for one record), the
+      constant it was scaled by (None: shifted or inverted, which the history cannot follow), and whether it covers
+      every repeat of its figure (no repeat tag picked some): what the history of earlier captures needs
+      (verdict.Side).
     label: the record it was read from (reference text, with the tags that picked it).
     tags: the record's tags (a list of records is paired by them).
     """
@@ -97,6 +103,10 @@ class Value:
     figure: str = ""
     proc: tuple = ()
     repeats: bool | None = None
+    same: float | None = None
+    agg: str = ""
+    scale: float | None = 1.0
+    whole: bool = False
 
     @property
     def spread(self) -> tuple[float, float]:
@@ -156,9 +166,11 @@ def record_values(ref: Ref, records: list[dict], drift: verdict.PlatformDrift | 
         kind = drift.kind(r["name"], dict(tags)) if measured else ""
         figure = figure_label(ref.key, r["name"], tags) if measured else ""
         proc = (ref.key, "", frozenset([dict(tags).get("process", "")])) if measured else ()
+        whole = measured and not any(k in REPEAT_TAGS for k, _ in ref.tags)
         picked = [f"{k}={v}" for k, v in tags if k not in dict(ref.tags)]
         label = ref.text + (f"{{{','.join(picked)}}}" if picked and len(records) > 1 else "")
-        out.append(Value(r["value"], unit, (ref.key,), lo, hi, d, "", label, tags, kind=kind, figure=figure, proc=proc))
+        out.append(Value(r["value"], unit, (ref.key,), lo, hi, d, "", label, tags, kind=kind, figure=figure, proc=proc,
+                         whole=whole))
     return out
 
 
@@ -190,7 +202,8 @@ def _aggregate(fn: str, vals: list, expr: str) -> Value:
     if not vals:
         raise QueryError(f"{fn}() of no records in {expr!r}")
     if fn in ("first", "last"):
-        return vals[0 if fn == "first" else -1]
+        one = vals[0 if fn == "first" else -1]
+        return replace(one, whole=False) if len(vals) > 1 and isinstance(one, Value) else one
     nums = _numbers(vals, fn, expr)
     vs = [x if isinstance(x, Value) else Value(x) for x in vals]
     unit, drift = vs[0].unit, max(x.drift for x in vs)
@@ -202,8 +215,10 @@ def _aggregate(fn: str, vals: list, expr: str) -> Value:
     else:  # median, mean: the typical value, spanning every repeat behind it
         v = statistics.median(nums) if fn == "median" else statistics.fmean(nums)
         lo, hi = min(los), max(his)
+    figure = _common(x.figure for x in vs)
     return Value(v, unit, _srcs(*vs), lo if drift else None, hi if drift else None, drift,
-                 kind=_common(x.kind for x in vs), figure=_common(x.figure for x in vs), proc=_aggregated_proc(fn, vs))
+                 kind=_common(x.kind for x in vs), figure=figure, proc=_aggregated_proc(fn, vs),
+                 agg=fn, whole=bool(figure) and all(x.whole and not x.agg and x.scale == 1.0 for x in vs))
 
 
 def _common(xs) -> str:
@@ -470,9 +485,16 @@ class _Ctx:
         unit = _unit_of(av.unit, bv.unit, op)
         # scaled by a constant, a figure keeps its kind and where it was taken; mixed with another, it has neither
         one = av if not bv.drift else bv if not av.drift else None
+        scale = None
+        if one is not None and one.scale is not None:  # the constant it was scaled by, for the history
+            if isinstance(op, ast.Mult):
+                scale = one.scale * (bv.v if one is av else av.v)
+            elif isinstance(op, ast.Div) and one is av:
+                scale = one.scale / bv.v
         return Value(v, unit, _srcs(av, bv), lo if drift else None, hi if drift else None, drift,
                      label=av.label if not bv.label else bv.label if not av.label else "",
-                     kind=one.kind if one else "", figure=one.figure if one else "", proc=one.proc if one else ())
+                     kind=one.kind if one else "", figure=one.figure if one else "", proc=one.proc if one else (),
+                     agg=one.agg if one else "", scale=scale, whole=bool(one and one.whole))
 
     @staticmethod
     def text_of(a: Value, b: Value) -> str:
@@ -534,16 +556,30 @@ class _Ctx:
         else:
             raise QueryError(f"{self.text(lnode)!r} {verdict.SYMBOLS[name]} {self.text(rnode)!r} in {self.expr!r}: "
                              f"{av.v!r} and {bv.v!r} are not numbers; words are compared with == or !=")
+        judged = None
+        if numeric and av.drift and bv.drift and name not in ("eq", "ne"):
+            judged = verdict.with_history(name, res, av.spread, bv.spread, self.drift.earlier(_side(av), _side(bv)))
+        drift_said, res = res, (judged.value if judged is not None else res)
         why = f"{self._side(lnode, av)} {verdict.SYMBOLS[name]} {self._side(rnode, bv)}: {verdict.word(res)}"
-        repeats = None
-        if numeric and (av.drift or bv.drift) and res is verdict.CANNOT_TELL:
+        repeats = same = None
+        if numeric and (av.drift or bv.drift) and drift_said is verdict.CANNOT_TELL:
             repeats = verdict.by_repeats(name, av.spread, bv.spread)
             said = f"{REPEATS_OVERLAP} and" if repeats is None else \
                 f"{REPEATS_SAY} {verdict.word(repeats)}, but"
             why += f" ({said} the spreads widened by their drift overlap: {_widened(av, ld)} vs {_widened(bv, rd)})"
+        elif res is verdict.CANNOT_TELL and numeric:  # the drift decided; a capture of the history said otherwise
+            repeats = verdict.by_repeats(name, av.spread, bv.spread)
+        if res is verdict.CANNOT_TELL and numeric and av.drift and bv.drift and not (_scaled(lnode) or _scaled(rnode)):
+            bounds = [k for k in (verdict.about_same(av.spread, bv.spread, ld, rd), judged and judged.same) if k]
+            same = min(bounds) if bounds else None
+            if same is not None:
+                how = HISTORY_BOUND if judged and judged.same == same else ABOUT_SAME
+                why += f" [{how} x{same:g}]"
+        if judged is not None:
+            why += _history_why(judged)
         tags = av.tags or bv.tags
         return Value(res, "", _srcs(av, bv), why=why, label=av.label or bv.label, tags=tags,
-                     timed=bool(numeric and (av.drift or bv.drift)), repeats=repeats)
+                     timed=bool(numeric and (av.drift or bv.drift)), repeats=repeats, same=same)
 
     def shared(self, a: Value, b: Value) -> float | None:
         """The drift two figures of one kind share (capture/evidence/verdict.py): from the same process, or
@@ -554,7 +590,7 @@ class _Ctx:
         own = any(x.drift > self.drift.level(a.kind) + 1e-12 and not x.figure for x in (a, b))
         found = [None if own else self.drift.run_shared(a.kind, _srcs(a, b), a.figure, b.figure)]
         if a.proc and a.proc == b.proc:
-            found.append(self.drift.shared(a.kind, a.figure, b.figure))
+            found.append(self.drift.shared(a.kind))
         found = [x for x in found if x is not None]
         return min(found) if found else None
 
@@ -574,6 +610,37 @@ class _Ctx:
 # how a cannot tell's why says what holds it open (read back by capture/sphinxext/reader.py and evidence/share.py)
 REPEATS_SAY = "the repeats alone say"  # they agree: only the drift keeps it open
 REPEATS_OVERLAP = "the repeats themselves overlap"
+# an undecided order whose gap the data bound (verdict.about_same), read back by reader.py and share.py
+ABOUT_SAME = "about the same: their ratio, widened the same way, stays within"
+HISTORY_BOUND = "about the same: in every capture in one sitting their ratio stayed within"
+
+
+def _side(v: Value) -> verdict.Side:
+    """One side of a comparison as the history sees it: its figure, when it is one whole figure of one fragment."""
+    whole = v.whole and v.figure and len(v.sources) == 1 and v.scale
+    return verdict.Side(v.figure if whole else "", v.sources[0] if whole else "", v.agg, v.scale or 0.0)
+
+
+# how a verdict's why names its history (read back by capture/sphinxext/reader.py)
+HISTORY_AGREE = "in one sitting each, every capture ordered them so"
+HISTORY_AGAINST = "the capture of"
+
+
+def _history_why(j: verdict.Judged) -> str:
+    if j.disagreed:
+        when = "this capture" if j.disagreed == "now" else j.disagreed
+        return f" [{HISTORY_AGAINST} {when} ordered them the other way: cannot tell]"
+    if j.value is None or not j.captures:
+        return ""
+    how = "decided by the history" if j.by_history else "history"
+    gap = f", the closest x{j.gap:.3g}" if j.gap else ""
+    return f" [{how}: {j.captures} captures {HISTORY_AGREE}{gap}]"
+
+
+def _scaled(node) -> bool:
+    """A comparison side scaled by a constant (`0.5 * b`): a margin, not one of the two things compared, so "about
+    the same" would say nothing about them."""
+    return any(isinstance(n, ast.Constant) and isinstance(n.value, (int, float)) for n in ast.walk(node))
 
 
 def exact(x: float) -> str:

@@ -3,6 +3,7 @@
     {cmp}`median(candle-mlp@cpu:mlp.step) vs median(burn-mlp@cpu:mlp.step) | a=candle, b=burn`
         -> candle 比 burn 快，用时是 burn 的 31%
         -> candle 比 burn 慢，用时是 burn 的 3.2 倍
+        -> candle 和 burn 差不多，相差不到 1.3 倍                          (no order, the ratio bounded)
         -> 分不出 candle 和 burn 哪个快（说不清）                        (the repeats overlap)
         -> 这次捕获里 candle 比 burn 快，但差距在前后两次捕获之间的挪动以内（说不清）
                                                                        (they agree; the drift keeps it open)
@@ -12,8 +13,9 @@ The direction is decided by the engine that decides claims: the role evaluates `
 so a page cannot call the shorter time the longer one, and a comparison the rule cannot decide
 says so instead of picking a side. The size is the ratio (A) / (B) evaluated the same way and
 formatted by capture/evidence/fmt.py, in words that equal the number ("是 B 的 31%", "是 B 的 3.2 倍"; below
-10% the other way round, "B 的用时是 A 的 320 倍"). "说不清" does not mean "about the same": two timings
-1.9x apart can be undecided; so the words say that the data cannot tell which is faster.
+10% the other way round, "B 的用时是 A 的 320 倍"). Where the rule cannot order them but bounds their ratio
+within a stated factor of at most 2 (verdict.about_same, or every capture of the history in one sitting), the
+words say so: "差不多，相差不到 k 倍". "说不清" is what is left: the data bound neither the order nor the gap.
 
 kind: time (default; smaller is faster), rate (larger is faster), size (larger is bigger), count
 (larger is more). Platform scoping, stale and missing fragments: exactly as {num} (numbers.py).
@@ -24,9 +26,10 @@ from __future__ import annotations
 from docutils import nodes
 from sphinx.util.docutils import SphinxRole
 
-from capture.evidence.fmt import fmt_value
+from capture.evidence.fmt import NBSP, fmt_value
 from capture.sphinxext.common import book, depend, differs_option, reader_why, report_answer, stale_mark, value_node, warn
 from capture.sphinxext.numbers import na, scoped_platform, split_style
+
 
 CLASS = "book-cmp"  # the strict build's word checks know a clause with this class came from the records (words.py)
 
@@ -64,15 +67,16 @@ def parse(text: str) -> tuple[str, str, dict]:
     return parts[0].strip(), parts[1].strip(), opts
 
 
-def direction(lt, gt) -> str:
-    """From the two verdicts of (A) < (B) and (A) > (B): "smaller", "larger", "same" or "undecided"."""
+def direction(lt, gt, about=None) -> str:
+    """From the two verdicts of (A) < (B) and (A) > (B): "smaller", "larger", "same", "about" (no order, but the
+    ratio bounded within `about`) or "undecided"."""
     if lt is True:
         return "smaller"
     if gt is True:
         return "larger"
     if lt is False and gt is False:
         return "same"  # exact values only: a measurement is never equal to anything
-    return "undecided"
+    return "about" if about else "undecided"
 
 
 class CmpRole(SphinxRole):
@@ -101,17 +105,20 @@ class CmpRole(SphinxRole):
             detail = lt.error if lt.no_record else lt.blocking.detail
             return [na(self.rawtext, "（此平台未测）", f"{b.label(plat)}: {detail}")], []
         gt = b.answer(f"({left}) > ({right})", plat, differs)
-        way = direction(getattr(lt.value, "v", None), getattr(gt.value, "v", None))
+        about = getattr(lt.value, "same", None)
+        way = direction(getattr(lt.value, "v", None), getattr(gt.value, "v", None), about)
         words = KINDS[kind]
         clause = self.clause(b, plat, differs, left, right, way, words, name_a, name_b, kind, where,
-                             getattr(lt.value, "repeats", None))
-        decided_by = lt if way in ("smaller", "undecided") else gt
+                             getattr(lt.value, "repeats", None), about)
+        decided_by = lt if way in ("smaller", "undecided", "about") else gt
         node = _titled(clause, reader_why(getattr(decided_by.value, "why", "")))
         mark = stale_mark(b, lt.states)
         return [node] + ([mark] if mark is not None else []), []
 
     def clause(self, b, plat, differs, left, right, way, words, name_a, name_b, kind, where,
-               repeats=None) -> list[nodes.Node]:
+               repeats=None, about=None) -> list[nodes.Node]:
+        if way == "about":
+            return spaced(name_a, "和", name_b, f"差不多，相差不到 {about:g}{NBSP}倍")
         if way == "undecided" and repeats is not None:
             # every repeat of this capture puts them in one order; only the drift between captures keeps it open
             side = words["smaller" if repeats else "larger"]

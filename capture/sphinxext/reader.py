@@ -17,7 +17,8 @@ import re
 from docutils import nodes
 
 from capture.evidence.fmt import NBSP, fmt_value
-from capture.evidence.query import REPEATS_OVERLAP, REPEATS_SAY, Value
+from capture.evidence.query import (ABOUT_SAME, HISTORY_AGAINST, HISTORY_AGREE, HISTORY_BOUND, REPEATS_OVERLAP,
+                                    REPEATS_SAY, Value)
 
 FRAMEWORKS = {"torch": "PyTorch", "burn": "burn", "candle": "candle"}
 SIDES = {"cpu": "CPU 一侧", "gpu": "GPU 一侧"}
@@ -213,8 +214,50 @@ def _constant(text: str) -> bool:
     return _SIDE.match(text.strip()) is None
 
 
+_AGREE = re.compile(r"\[(?P<by>decided by the history|history): (?P<n>\d+) captures " + re.escape(HISTORY_AGREE)
+                    + r"(?:, the closest x(?P<gap>[0-9.e+]+))?\]")
+_AGAINST = re.compile(re.escape(HISTORY_AGAINST) + r" (?P<when>.+?) ordered them the other way")
+_SAME = re.compile(r"(?P<how>" + re.escape(ABOUT_SAME) + "|" + re.escape(HISTORY_BOUND) + r") x(?P<k>[0-9.]+)")
+
+
+def _when(started: str) -> str:
+    """A capture's start as a reader reads it: 2026-12-01T17:52:49+00:00 -> 2026-12-01 17:52 UTC."""
+    m = re.match(r"^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2})", started)
+    return f"{m.group(1)} {m.group(2)} UTC" if m else started
+
+
+def _history(rest: str) -> str:
+    """The history behind a decided comparison, in words: how many captures in one sitting, the closest gap."""
+    m = _AGREE.search(rest or "")
+    if not m:
+        return ""
+    gap = f"，最接近的一次也差 {float(m['gap']):.3g}{NBSP}倍" if m["gap"] else ""
+    return f"这台机器上 {m['n']} 次捕获（每次两边都在同一次运行里）都是这样{gap}"
+
+
+def _same(rest: str) -> str:
+    m = _SAME.search(rest or "")
+    if not m:
+        return ""
+    how = "每次捕获里两者之比" if m["how"] == HISTORY_BOUND else "两边各按前后两次捕获之间挪动过的倍数放宽以后，两者之比"
+    return f"两者差不多：{how}都在 {float(m['k']):g}{NBSP}倍以内"
+
+
 def _fact(op: str, word: str, left: str, right: str, rest: str, constant: bool = False) -> str:
     """What the data say about `left op right`, whichever answer the claim wanted."""
+    against = _AGAINST.search(rest or "")
+    if word == "说不清" and against:
+        when = "这次" if against["when"] == "this capture" else f"{_when(against['when'])} 那次"
+        same = _same(rest)
+        return f"{left} 和 {right}：{when}捕获里两者的先后和其余几次相反，说不清哪个大" + (f"；{same}" if same else "")
+    if word == "说不清" and _same(rest):
+        return f"{left} 和 {right} 说不清哪个大；{_same(rest)}"
+    history = _history(rest)
+    if history and word != "说不清":
+        base = _fact(op, word, left, right, "", constant)
+        if _AGREE.search(rest)["by"].startswith("decided"):
+            return f"{base}：两边各按挪动过的倍数放宽以后会重叠，但{history}"
+        return f"{base}；{history}"
     if word == "说不清":
         margin = _MARGIN.search(rest or "")
         if margin:

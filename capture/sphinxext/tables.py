@@ -10,6 +10,10 @@ captured platform that holds a row's fragment gets its own row, named by its mac
 by machine; `:group: row` groups by row key instead); `:platform: KEY` keeps one platform (the reading
 path's table), `:except: KEY[, KEY]` leaves those out (the others, in the section's {evidence} fold). A
 cell without data says 本平台未测; a value from a stale fragment carries the stale mark.
+
+A ratio of two timings can carry its verdict, so that no cell is read as a direction the data do not bear:
+`A / B | ratio, faster=candle/burn` shows 「0.61（candle 快）」, 「1.3（burn 快）」, 「1.1（差不多，相差不到 1.5 倍）」,
+or 「说不清」 alone (no number to be read as a direction), from the rule that decides {cmp} (comparisons.py).
 """
 
 from __future__ import annotations
@@ -20,8 +24,11 @@ from sphinx.util.docutils import SphinxDirective
 
 from capture.storage.keys import FragmentKey, KeyError_
 from capture.plan.manifest import ManifestError
-from capture.sphinxext.common import (book, depend, differs_option, platform_choice, report_answer, report_state,
-                                     stale_mark, value_node, warn)
+from capture.sphinxext.common import (book, depend, differs_option, platform_choice, reader_why, report_answer,
+                                     report_state, stale_mark, value_node, warn)
+from capture.evidence.share import split_ratio
+from capture.sphinxext.comparisons import direction
+from capture.evidence.fmt import NBSP
 from capture.sphinxext.numbers import render_value, split_style
 from capture.sphinxext.reader import tip
 
@@ -100,12 +107,36 @@ class RecordsTableDirective(SphinxDirective):
         if not ans.ok:
             return nodes.inline("", NOT_CAPTURED, classes=["book-na"])
         para = nodes.inline()
-        para += value_node(self.env, b, ans, render_value(ans.value, opts))
+        if opts.get("faster"):
+            para += self._verdict(b, expr, opts, plat, ans, where)
+        else:
+            para += value_node(self.env, b, ans, render_value(ans.value, opts))
         mark = stale_mark(b, ans.states)
         if mark is not None:
             para += mark
         return para
 
+
+    def _verdict(self, b, expr, opts, plat, ratio, where) -> nodes.Node:
+        """A ratio of two timings with the verdict of `A < B` beside it (`faster=NAME_A/NAME_B`)."""
+        names = str(opts["faster"]).split("/")
+        sides = split_ratio(expr)
+        if len(names) != 2 or sides is None:
+            warn(f"records-table {expr}: faster=A/B needs a ratio of two expressions (X / Y) and two names", where, "table")
+            return nodes.inline("", "？", classes=["book-na"])
+        lt = b.answer(f"({sides[0]}) < ({sides[1]})", plat, self.differs)
+        gt = b.answer(f"({sides[0]}) > ({sides[1]})", plat, self.differs)
+        about = getattr(lt.value, "same", None)
+        way = direction(getattr(lt.value, "v", None), getattr(gt.value, "v", None), about)
+        why = reader_why(getattr((gt if way == "larger" else lt).value, "why", ""))
+        if way == "undecided":
+            return tip("说不清", why, ["book-verdict-undecided"])
+        words = {"smaller": f"（{names[0]} 快）", "larger": f"（{names[1]} 快）", "same": "（一样快）",
+                 "about": f"（差不多，相差不到 {about or 0:g}{NBSP}倍）"}[way]
+        out = nodes.inline()
+        out += value_node(self.env, b, ratio, render_value(ratio.value, opts))
+        out += tip(words, why, ["book-verdict"])
+        return out
 
 
 def table_node(title, header: list, body: list[list[nodes.Node]], classes=("book-records-table",)) -> nodes.table:

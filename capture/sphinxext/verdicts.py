@@ -5,8 +5,9 @@
     :roles: cpu, gpu
     :::
 
-{role} in a row becomes each column's role. Each cell is 是 / 否 computed on that platform, or 说不清
-where the measurements cannot tell (capture/evidence/verdict.py; the reason is the cell's title), with the
+{role} in a row becomes each column's role. Each cell is 是 / 否 computed on that platform, 差不多（相差不到 k 倍）
+where the measurements cannot order the two sides but bound their ratio within k, or 说不清 where they bound
+neither (capture/evidence/verdict.py; the reason is the cell's title), with the
 devices that ran and a link to the records; 未测 where the machine did not run it. Rows whose value is
 a word (a verdict an experiment recorded, e.g. silent | correct | error) are shown through
 `:labels: silent = 复现; correct = 结果正确; error = 报错`; a word without a label is a build warning. This is where
@@ -20,6 +21,7 @@ from docutils.parsers.rst import directives
 from sphinx.util.docutils import SphinxDirective
 
 from capture.evidence.controls import visible
+from capture.evidence.fmt import NBSP
 from capture.storage.keys import ROLES
 from capture.sphinxext.common import (book, depend, differs_option, logger, reader_why, report_answer, stale_mark,
                                      value_node, warn)
@@ -80,7 +82,10 @@ class VerdictMatrixDirective(SphinxDirective):
                        ["book-na"])
         val = getattr(ans.value, "v", ans.value)
         why = getattr(ans.value, "why", "")
-        if val is None and why:  # the measurements cannot tell (capture/evidence/verdict.py)
+        same = getattr(ans.value, "same", None)
+        if val is None and same:  # no order, but the data bound the gap (capture/evidence/verdict.py about_same)
+            text, cls = f"差不多（相差不到 {same:g}{NBSP}倍）", "same"
+        elif val is None and why:  # the measurements cannot tell (capture/evidence/verdict.py)
             logger.info(f"verdict-matrix: {expr} cannot be decided on {plat}: {why}", location=where)
             text, cls = "说不清", "undecided"
         elif isinstance(val, bool):

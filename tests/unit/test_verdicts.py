@@ -195,22 +195,6 @@ def test_two_figures_of_one_process_use_their_shared_drift_and_no_others_do():
     assert e.eval("0.5 * t@cpu:b.median < t@cpu:a.median").v is True  # a constant factor keeps the process
 
 
-def test_a_pair_of_one_process_that_moved_more_than_its_kind_keeps_its_own_shared_drift():
-    pair = drift.pair_label("t@cpu b.median", "t@cpu a.median")
-    assert pair == drift.pair_label("t@cpu a.median", "t@cpu b.median")  # either order
-    table = {"platforms": {"box": {"median": {"drift": 1.5, "shared": 1.1}}}, "pairs": {"box": {pair: 2.0}}}
-    pd = verdict.Drifts(table).of_platform("box")
-    assert pd.shared("median") == pytest.approx(math.log(1.1))  # no pair named: the kind's level
-    assert pd.shared("median", "t@cpu a.median", "t@cpu b.median") == pytest.approx(math.log(2.0))
-    assert pd.shared("median", "t@cpu a.median", "t@cpu c.median") == pytest.approx(math.log(1.1))
-    recs = [rec("a.median", 1.0, process=1), rec("b.median", 1.3, process=1), rec("c.median", 1.3, process=1)]
-    e = Evaluator(ev(recs).lookup, pd)
-    assert e.eval("t@cpu:a.median < t@cpu:c.median").v is True  # 1.0 * sqrt(1.1) < 1.3 / sqrt(1.1)
-    assert e.eval("t@cpu:a.median < t@cpu:b.median").v is None  # this pair moved x2 once: sqrt(2) each side
-    # aggregated over its repeats a value keeps its figure, so the pair is still found
-    assert e.eval("min(t@cpu:a.median) < min(t@cpu:b.median)").v is None
-
-
 def test_the_shared_drift_compares_figures_of_one_process_not_one_repeat_with_another():
     """torch's return on the 2-core box: returned and synced were the same in every repeat, while the repeats
     themselves went from 22-217 ms in one capture to 137-141 ms in the next. Their ratio did not move."""
@@ -337,42 +321,6 @@ def test_a_figure_that_moved_more_than_its_kind_keeps_its_own_drift_and_no_run_d
     assert e.eval("t@cpu:x.median < u@cpu:y.median").v is None  # x keeps its own x3: no run drift for it
 
 
-def test_a_figure_that_keeps_its_own_drift_shares_a_run_by_its_own_move_against_the_others():
-    """burn's MLP step on the 2-core box moved x1.93 alone between two days (the whole machine was slower), more
-    than its kind; against candle's step in the same runs it moved far less. It keeps its own drift across runs and
-    its own run drift within one."""
-    x, y, z = "t@cpu x.median{size=8}", "u@cpu y.median{size=8}", "u@cpu z.median{size=8}"
-    table = {"platforms": {"box": {"median": {"drift": 1.2, "run": 1.1}}},
-             "figures": {"box": {x: 3.0}},
-             "run_figures": {"box": {x: 1.15}},
-             "run_pairs": {"box": {y: {z: 1.5}}}}
-    pd = verdict.Drifts(table).of_platform("box", {"t@cpu": "r1", "u@cpu": "r1", "v@cpu": "r2"})
-    assert pd.run_shared("median", ("t@cpu", "u@cpu"), x, y) == pytest.approx(math.log(1.15))  # its own, over 1.1
-    assert pd.run_shared("median", ("t@cpu", "u@cpu"), y, z) == pytest.approx(math.log(1.5))  # a pair of its own
-    assert pd.run_shared("median", ("t@cpu", "u@cpu"), z, y) == pytest.approx(math.log(1.5))  # either order
-    assert pd.run_shared("median", ("t@cpu", "v@cpu"), x, y) is None  # two runs
-    no_history = {**table, "run_figures": {"box": {}}}
-    pd2 = verdict.Drifts(no_history).of_platform("box", {"t@cpu": "r1", "u@cpu": "r1"})
-    assert pd2.run_shared("median", ("t@cpu", "u@cpu"), x, y) is None  # own drift, no run history: no run drift
-    recs = [rec("x.median", 1.0, size=8), rec("y.median", 1.2, size=8), rec("z.median", 1.2, size=8)]
-    e = Evaluator(ev(recs).lookup, pd)
-    assert e.eval("t@cpu:x.median < u@cpu:y.median").v is True  # 1.0 * sqrt(1.15) < 1.2 / sqrt(1.15)
-    assert e.eval("median(t@cpu:x.median) < median(u@cpu:y.median)").v is True  # aggregated: the same figure
-    assert Evaluator(ev(recs).lookup, pd2).eval("t@cpu:x.median < u@cpu:y.median").v is None  # 3.0 and 1.2
-    # a sum is no single figure: each side keeps its own drift (x3 for x), and 1.0 * 3 > 2.2 / 3
-    assert e.eval("t@cpu:x.median < t@cpu:x.median + u@cpu:y.median").v is None
-
-
-def test_the_run_own_measure_takes_an_own_figure_against_the_others_and_pairs_above_the_level():
-    kd = drift.KindDrift()
-    kd.run_logs = [0.05, 0.30, 0.10, 0.40, 0.02] + [0.0] * 3  # MIN_PAIRS re-runs
-    kd.run_who = [("a", "b"), ("a", "c"), ("b", "c"), ("a", "d"), ("c", "d")] + [("e", "f")] * 3
-    figs, pairs = drift.KindDrift.run_own(kd, {"a", "d"}, 0.08)
-    assert figs == {"a": 0.30, "d": 0.02}  # a against b and c (not d: both own); d against c
-    # above the level: b|c (neither own) and a|d (both own); a|c is covered by a's own
-    assert pairs == {drift.pair_label("b", "c"): 0.10, drift.pair_label("a", "d"): 0.40}
-
-
 def test_figure_labels_leave_the_repeat_tags_out_and_sort_the_rest():
     assert drift.figure_label("t@cpu", "x", {"size": "8", "process": "1", "device": "cpu"}) == "t@cpu x{device=cpu,size=8}"
     assert drift.figure_label("t@cpu", "x", {"run": "2"}) == "t@cpu x"
@@ -403,3 +351,81 @@ def test_a_cannot_tell_says_whether_the_repeats_or_only_the_drift_keep_it_open()
     assert overlap.v is None and overlap.repeats is None and "repeats themselves overlap" in overlap.why
     decided = ev(records).eval("median(t@cpu:x) < 0.5 * median(t@cpu:y) or median(t@cpu:x) < median(t@cpu:y) / 10")
     assert decided.repeats is None  # only a single comparison the rule cannot tell carries it
+
+
+# -- four answers, and the history of earlier captures in one sitting (capture/evidence/verdict.py) -------------
+
+def test_about_the_same_is_the_smallest_stated_factor_that_bounds_the_widened_ratio():
+    # 1.0 vs 1.05, each widened x1.05: the ratio stays within 1.0/1.1025 .. 1.05*1.05 -> under 1.2, not under 1.1
+    assert verdict.about_same((1.0, 1.0), (1.05, 1.05), math.log(1.05), math.log(1.05)) == 1.2
+    assert verdict.about_same((1.0, 1.0), (1.05, 1.05), math.log(1.02), math.log(1.02)) == 1.1
+    # apart by 1.9 before any drift: no bound of 2 or less holds, so the data bound neither order nor gap
+    assert verdict.about_same((1.0, 1.0), (1.9, 1.9), math.log(1.2), math.log(1.2)) is None
+    assert verdict.SAME_WITHIN[-1] == 2.0  # "about the same" is never stated with more than 2x
+
+
+def test_a_comparison_has_four_answers_and_only_an_unscaled_one_can_be_about_the_same():
+    table = {"platforms": {"box": {"median": {"drift": 1.1}}}}
+    recs = [rec("a.median", 1.0), rec("b.median", 1.05), rec("c.median", 2.0), rec("d.median", 1.6)]
+    e = Evaluator(ev(recs).lookup, verdict.Drifts(table).of_platform("box"))
+    assert e.eval("t@cpu:a.median < t@cpu:c.median").v is True
+    assert e.eval("t@cpu:c.median < t@cpu:a.median").v is False
+    near = e.eval("t@cpu:a.median < t@cpu:b.median")
+    assert near.v is None and near.same == 1.3  # 1.0 vs 1.05, x1.1 each side: within 1.05 * 1.21 < 1.3
+    wide = Evaluator(ev(recs).lookup, verdict.Drifts({"platforms": {"box": {"median": {"drift": 1.5}}}}).of_platform("box"))
+    far = wide.eval("t@cpu:a.median < t@cpu:d.median")  # x1.5 each side: 1.6 * 2.25 > 2, so no bound
+    assert far.v is None and far.same is None
+    assert e.eval("2 * t@cpu:a.median < t@cpu:c.median").same is None  # a margin is no "about the same"
+
+
+def _paired(*pairs):
+    return [verdict.Paired(f"2026-12-0{i + 1}T00:00:00+00:00", left, right) for i, (left, right) in enumerate(pairs)]
+
+
+def test_the_history_decides_where_every_capture_in_one_sitting_ordered_the_two_the_same_way():
+    apart = ((1.0, 1.1), (1.5, 1.6))
+    # the drift cannot tell; three captures (this one included) all put the left below the right
+    got = verdict.with_history("lt", None, (1.0, 1.1), (1.5, 1.6), _paired(apart, apart))
+    assert got.value is True and got.by_history and got.captures == 3 and got.gap == pytest.approx(1.5 / 1.1)
+    # two captures are not enough
+    assert verdict.with_history("lt", None, (1.0, 1.1), (1.5, 1.6), _paired(apart)).value is None
+    # one earlier capture whose repeats overlapped: not every capture agrees
+    overlap = ((1.0, 1.5), (1.4, 1.6))
+    assert verdict.with_history("lt", None, (1.0, 1.1), (1.5, 1.6), _paired(apart, overlap, apart)).value is None
+    # every capture apart, but by less than HISTORY_GAP: about the same to a reader, not an order
+    close = ((1.0, 1.02), (1.05, 1.06))
+    got = verdict.with_history("lt", None, (1.0, 1.02), (1.05, 1.06), _paired(close, close))
+    assert got.value is None and got.same == 1.1
+
+
+def test_a_capture_that_ordered_them_the_other_way_makes_even_a_drift_decided_answer_cannot_tell():
+    apart, reversed_ = ((1.0, 1.1), (1.5, 1.6)), ((1.7, 1.8), (1.5, 1.6))
+    got = verdict.with_history("lt", True, (1.0, 1.1), (1.5, 1.6), _paired(apart, reversed_))
+    assert got.value is None and got.disagreed == "2026-12-02T00:00:00+00:00"
+    # and a drift-decided no is checked the same way
+    got = verdict.with_history("gt", False, (1.0, 1.1), (1.5, 1.6), _paired(reversed_))
+    assert got.value is None
+    # no history (a split pair, a sum): the drift's answer as it is
+    assert verdict.with_history("lt", True, (1.0, 1.1), (1.5, 1.6), None).value is True
+
+
+def test_the_history_pairs_earlier_captures_by_run_and_only_when_the_two_compared_now_share_one():
+    x, y = "t@cpu x.median", "u@cpu y.median"
+    history = {"box": {"captures": [["t@cpu", "2026-12-01T00:00", 0], ["u@cpu", "2026-12-01T00:01", 0],
+                                    ["t@cpu", "2026-12-02T00:00", 1], ["u@cpu", "2026-12-03T00:00", 2],
+                                    ["t@cpu", "2026-12-04T00:00", 3], ["u@cpu", "2026-12-04T00:01", 3]],
+                       "figures": {x: [[0, [1.0, 1.1]], [2, [1.0]], [4, [1.0, 1.05]]],
+                                   y: [[1, [2.0]], [3, [2.1]], [5, [2.0, 2.2]]]}}}
+    table = {"platforms": {"box": {"median": {"drift": 3.0}}}, "history": history}
+    now = {"t@cpu": "2026-12-04T00:00", "u@cpu": "2026-12-04T00:01"}
+    pd = verdict.Drifts(table).of_platform("box", {"t@cpu": "r", "u@cpu": "r"}, now)
+    left, right = verdict.Side(x, "t@cpu", "median", 1.0), verdict.Side(y, "u@cpu", "median", 1.0)
+    got = pd.earlier(left, right)  # runs 1 and 2 hold one side each; run 3 is the one compared now
+    assert [(p.left, p.right) for p in got] == [((1.0, 1.1), (2.0, 2.0))]
+    assert verdict.Side(x, "t@cpu", "min", 2.0).spread_of([1.0, 1.2]) == (2.0, 2.0)  # a min of repeats, scaled
+    split = verdict.Drifts(table).of_platform("box", {"t@cpu": "r", "u@cpu": "s"}, now)
+    assert split.earlier(left, right) is None  # compared now from two sittings: the history cannot speak
+    recs = [rec("x.median", 1.0, process=1), rec("x.median", 1.05, process=2), rec("y.median", 2.0)]
+    e = Evaluator(ev(recs).lookup, pd)
+    assert e.eval("median(t@cpu:x.median) < u@cpu:y.median").v is None  # x3 drift; only two paired captures
+    assert e.eval("t@cpu:x.median{process=1} < u@cpu:y.median").v is None  # one repeat picked: not the figure
