@@ -13,7 +13,7 @@ from .claims import ClaimDirective
 from .coderule import check_code_blocks
 from .common import check_drift_file
 from .comparisons import CmpRole
-from .drifttable import DriftTableDirective
+from .drifttable import DriftRole, DriftTableDirective
 from .freshness import STORE
 from .meta import MetaRole
 from .numbers import NumRole
@@ -64,6 +64,7 @@ def setup(app):
     app.add_directive("verdict-matrix", VerdictMatrixDirective)
     app.add_directive("platform-table", PlatformTableDirective)
     app.add_directive("drift-table", DriftTableDirective)
+    app.add_role("drift", DriftRole())
     app.add_role("num", NumRole())
     app.add_role("meta", MetaRole())
     app.add_role("cmp", CmpRole())
