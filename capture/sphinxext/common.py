@@ -298,13 +298,21 @@ def value_node(env, b: Book, ans: Answer, text: str, rawtext: str = "") -> nodes
     raw = getattr(ans.value, "v", ans.value)
     # a recorded text (an error message, a word) is shown as the program wrote it: code
     child = nodes.literal(text, text) if isinstance(raw, str) and raw == text else nodes.Text(text)
-    from capture.sphinxext.words import measured
-
     classes = ["book-num", f"book-plat-{ans.platform}"] + (["book-measured"] if measured(ans.value) else [])
     ref = nodes.reference(rawtext, "", child, refuri=fragment_href(env, ans.platform, st.key), reftitle=title,
                           classes=classes)
     ref["support_smartquotes"] = False  # data shows as recorded: "x" stays "x", not “x”
     return ref
+
+
+def measured(value) -> bool:
+    """A figure that carries measurement drift (a timing, a rate, a ratio of them): the kind {cmp} compares, and
+    the kind the word checks (words.py) will not let a sentence compare by hand."""
+    from capture.evidence.query import Range, is_measured
+
+    if isinstance(value, Range):
+        return is_measured(value.unit)
+    return bool(getattr(value, "drift", 0))  # capture/evidence/query.py: a measured value carries the drift it may move by
 
 
 # -- tabs, one per platform ------------------------------------------------------------------

@@ -87,15 +87,6 @@ def _seen(app) -> set:
 
 
 # -- comparison words ------------------------------------------------------------------------------------
-def measured(value) -> bool:
-    """A figure that carries measurement drift (a timing, a rate, a ratio of them): the kind {cmp} compares."""
-    from capture.evidence.query import Range, is_measured
-
-    if isinstance(value, Range):
-        return is_measured(value.unit)
-    return bool(getattr(value, "drift", 0))  # capture/evidence/query.py: a measured value carries the drift it may move by
-
-
 def _tokens(node, out: list) -> list:
     """The paragraph in reading order: ("text", s), ("num", measured), ("cmp", s) or ("code", s)."""
     for child in node.children:
