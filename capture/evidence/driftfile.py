@@ -42,7 +42,7 @@ REBUILD = f"rebuild it with: {COMMAND}"
 FACTORS = ("drift", "max", "p95", "spread_p95", "shared", "run")  # in a kind's row: a factor (>= 1), or null but drift
 COUNTS = ("pairs", "records", "reruns", "changed", "shared_pairs", "run_pairs")
 TEXTS = ("source", "widest")
-PER_FIGURE = ("figures", "pairs", "run_figures")  # platform -> label -> factor
+PER_FIGURE = ("figures",)  # platform -> label -> factor
 RANGE = (1e-30, 1e30)  # timing values a ratio of ratios of stays finite: (1e30 / 1e-30) ** 2 < 1e308
 NEED = "the drift is measured from every committed version of docs/_fragments (git log)"
 
@@ -156,7 +156,7 @@ def problem(data: object) -> Problem | None:
             for name in TEXTS:
                 if name in row and not isinstance(row[name], str):
                     return Problem(k + (name,), f"platforms.{plat}.{kind}.{name} is {show(row[name])}, not text")
-    for section in (*PER_FIGURE, "run_pairs"):
+    for section in PER_FIGURE:
         if section not in data:
             continue
         if (bad := _object(data[section], (section,), "platform -> figure -> its own drift")) is not None:
@@ -166,15 +166,41 @@ def problem(data: object) -> Problem | None:
             if (bad := _platform(plat, keys) or _object(figs, keys, "figure -> its own drift")) is not None:
                 return bad
             for label, f in figs.items():
-                if section == "run_pairs":  # nested by the first figure of the pair (drift.pair_factor)
-                    if (bad := _object(f, keys + (label,), "the other figure -> the pair's own drift")) is not None:
-                        return bad
-                    for other, g in f.items():
-                        if (bad := _factor(g, keys + (label, other))) is not None:
-                            return bad
-                elif (bad := _factor(f, keys + (label,))) is not None:
+                if (bad := _factor(f, keys + (label,))) is not None:
                     return bad
+    if "history" in data and (bad := _history(data["history"])) is not None:
+        return bad
     return _numbers(data, ())
+
+
+def _history(hist: object) -> Problem | None:
+    """`history`: platform -> {captures: [[experiment@role, started, run number], ...], figures: {label: [[index into
+    captures, [repeats > 0, ...]], ...]}} (drift.history_table), the shape verdict.PlatformDrift reads."""
+    if (bad := _object(hist, ("history",), "platform -> its captures and figures")) is not None:
+        return bad
+    assert isinstance(hist, dict)
+    for plat, table in hist.items():
+        keys = ("history", plat)
+        if (bad := _platform(plat, keys) or _object(table, keys, "captures and figures")) is not None:
+            return bad
+        caps = table.get("captures", [])
+        if not isinstance(caps, list) or not all(
+                isinstance(c, list) and len(c) == 3 and isinstance(c[0], str) and isinstance(c[1], str)
+                and isinstance(c[2], int) and not isinstance(c[2], bool) for c in caps):
+            return Problem(keys + ("captures",), f"history.{plat}.captures is not a list of [experiment@role, started, "
+                                                 "run number]")
+        figs = table.get("figures", {})
+        if (bad := _object(figs, keys + ("figures",), "figure -> its captures")) is not None:
+            return bad
+        for label, entries in figs.items():
+            ok = isinstance(entries, list) and all(
+                isinstance(e, list) and len(e) == 2 and isinstance(e[0], int) and not isinstance(e[0], bool)
+                and 0 <= e[0] < len(caps) and isinstance(e[1], list) and e[1]
+                and all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in e[1]) for e in entries)
+            if not ok:
+                return Problem(keys + ("figures", label), f"history.{plat}.figures[{label!r}] is not a list of [index "
+                                                          "into captures, [its repeats, each > 0]]")
+    return None
 
 
 # -- the history ---------------------------------------------------------------------------------------------

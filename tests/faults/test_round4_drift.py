@@ -445,8 +445,9 @@ def good_table() -> dict:
     row = {"drift": 1.5, "max": 2.0, "p95": 1.5, "spread_p95": None, "shared": None, "run": None, "pairs": 9,
            "records": 20, "reruns": 9, "changed": 0, "shared_pairs": 0, "run_pairs": 0, "source": "re-runs", "widest": ""}
     return {"about": "x", "default": math.sqrt(2), "platforms": {PLAT: {k: dict(row) for k in drift.KINDS}},
-            "figures": {PLAT: {"a@cpu x.median": 2.5}}, "pairs": {PLAT: {}}, "run_figures": {PLAT: {}},
-            "run_pairs": {PLAT: {"a@cpu x.median": {"b@cpu y.median": 1.7}}}}
+            "figures": {PLAT: {"a@cpu x.median": 2.5}},
+            "history": {PLAT: {"captures": [["a@cpu", "2026-12-05T09:00:00+00:00", 0]],
+                               "figures": {"a@cpu x.median": [[0, [1.0, 1.1]]]}}}}
 
 
 BAD = [  # (how the table is broken, words of the problem)
@@ -465,9 +466,12 @@ BAD = [  # (how the table is broken, words of the problem)
     (lambda t: t["platforms"][PLAT].update(median=[1.5]), "is a JSON list, not an object"),
     (lambda t: t["figures"][PLAT].update({"a@cpu y.median": 1e400}), "is inf"),
     (lambda t: t["figures"][PLAT].update({"a@cpu y.median": 10 ** 400}), "is a 401-digit number"),
-    (lambda t: t["run_pairs"][PLAT]["a@cpu x.median"].update({"c@cpu z.median": 0.5}), "is 0.5"),
-    (lambda t: t["run_pairs"][PLAT].update({"a@cpu x.median": 1.7}), "is 1.7, not an object"),
-    (lambda t: t["pairs"].update({"../etc": {}}), "is not a valid platform key"),
+    (lambda t: t["figures"].update({"../etc": {}}), "is not a valid platform key"),
+    (lambda t: t["history"][PLAT].update(captures=5), "captures is not a list"),
+    (lambda t: t["history"][PLAT]["captures"][0].pop(), "captures is not a list"),
+    (lambda t: t["history"][PLAT]["figures"]["a@cpu x.median"][0].__setitem__(0, 3), "is not a list of [index"),
+    (lambda t: t["history"][PLAT]["figures"]["a@cpu x.median"][0].__setitem__(1, [0.0]), "each > 0"),
+    (lambda t: t["history"].update({"../etc": {}}), "is not a valid platform key"),
     (lambda t: t.update(later_field={"values": [1.0, float("nan")]}), "later_field.values.1 is NaN, not a finite number"),
 ]
 
@@ -486,7 +490,7 @@ def test_the_table_drift_measures_passes_its_own_check_and_a_later_field_is_left
     from capture.evidence import driftfile
     committed = driftfile.read(REPO)  # the book's own table
     assert committed is not None and driftfile.problem(committed) is None
-    assert driftfile.problem({**good_table(), "history": {PLAT: {"captures": [["a@cpu", "2026", 0]]}}}) is None
+    assert driftfile.problem({**good_table(), "later": {PLAT: {"captures": [["a@cpu", "2026", 0]]}}}) is None
 
 
 def test_a_line_is_found_for_a_nested_key():
