@@ -7,6 +7,7 @@
     nox -s lint                                                      ruff; rustfmt, clippy, cargo test (tests runs it)
     nox -s compare -- --only ID ...                                  run experiments here, print their figures beside the book's
     nox -s serve                                                     live preview while writing
+    nox -s upgrade -- candle-core 0.11.1                             try a new pin in a worktree, report what it changes
 
 The sessions run on a Python that every locked wheel exists for (pyproject.toml's classifiers), found
 or fetched by uv when the one running nox is not (capture/toolchains/pythons.py).
@@ -95,6 +96,14 @@ def compare(session):
     """Run chosen experiments on this machine (a scratch store, never docs/_fragments); print their figures beside each captured platform's."""
     install(session, ["run"])
     session.run("python", "-m", "capture.commands.compare", *session.posargs)
+
+
+@nox.session(python=PYTHON.python, default=False)
+def upgrade(session):
+    """Try new versions of pinned packages in a scratch worktree (.capture/upgrade/); report what they change
+    (docs/dev/upgrades/<name>.md). `-- --adopt NAME` copies the pins and fragments into the book."""
+    install(session, ["run"])
+    session.run("python", "-m", "capture.commands.upgrade", *session.posargs, success_codes=[0, 1])
 
 
 @nox.session(python=PYTHON.python, default=False)

@@ -319,6 +319,29 @@ def cmd_drift(args, layout: Layout) -> int:
     return 0
 
 
+def upgrade_arguments(p: argparse.ArgumentParser) -> None:
+    """The options of `upgrade` (capture/commands/upgrade.py), here and for `python -m capture.commands.upgrade`."""
+    p.add_argument("spec", nargs="*", metavar="PACKAGE VERSION",
+                   help="e.g. candle-core 0.11.1 (several pairs: one upgrade)")
+    p.add_argument("--only", nargs="+", metavar="ID", help="only these experiments (default: every one the pins touch)")
+    p.add_argument("--python", help="interpreter for the old side's Python snippets (default: this one)")
+    p.add_argument("--new-python", help="interpreter with the new Python packages (default: synced from the new uv.lock)")
+    p.add_argument("--no-bundle", action="store_true", help="do not build the GPU machine's bundle (a long build)")
+    p.add_argument("--again", action="store_true", help="build and capture again (the worktrees and pins are kept)")
+    p.add_argument("--page", help="where the report page goes (default docs/dev/upgrades/<name>.md)")
+    p.add_argument("--report", metavar="NAME", help="write the report of an upgrade again from its worktrees")
+    p.add_argument("--import", dest="import_", nargs=2, metavar=("NAME", "FILE"),
+                   help="take the fragments a platform's machine captured for the upgrade (fragments.tar.gz or a folder)")
+    p.add_argument("--adopt", metavar="NAME", help="copy the upgrade's pins and fragments into the book (then commit them)")
+    p.add_argument("--drop", metavar="NAME", help="remove an upgrade's worktrees and scratch folder")
+
+
+def cmd_upgrade(args, layout: Layout) -> int:
+    from capture.commands.upgrade import run
+
+    return run(args, layout)
+
+
 def _drift_notes(*notes: str) -> None:
     for note in notes:
         if note:
@@ -398,6 +421,11 @@ def main(argv: list[str] | None = None) -> int:
 
     t = sub.add_parser("restamp", help="carry fragments that were fresh over a change of the inputs-hash scheme (no rerun)")
     t.set_defaults(fn=cmd_restamp)
+
+    g = sub.add_parser("upgrade", help="try new versions of pinned packages in a scratch worktree and report what they "
+                                       "change (docs/dev/upgrades/); --adopt NAME copies them into the book")
+    upgrade_arguments(g)
+    g.set_defaults(fn=cmd_upgrade)
 
     args = p.parse_args(argv)
     layout = Layout(Path(args.root).resolve() if args.root else find_root())

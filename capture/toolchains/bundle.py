@@ -155,10 +155,11 @@ def download_debs(names: list[str], dest: Path, echo=print) -> list[Path]:
 
 
 def make_bundle(layout: Layout, out: Path, gpu: str = "cuda", candle_cuda: bool = False,
-                vulkan_loader: bool | None = None, echo=print) -> dict:
-    """Build, pack and describe; `vulkan_loader=None` means: when burn was built for Vulkan."""
+                vulkan_loader: bool | None = None, echo=print, bins: Path | None = None) -> dict:
+    """Build, pack and describe; `vulkan_loader=None` means: when burn was built for Vulkan. `bins`: where the
+    binaries are collected before packing (default the cache's prebuilt-<gpu>; an upgrade uses its own folder)."""
     check_bundle_host()  # a Mac or an arm64 host would pack binaries the GPU machine cannot execute
-    bins = cache_home() / f"prebuilt-{gpu}"
+    bins = bins or cache_home() / f"prebuilt-{gpu}"
     shutil.rmtree(bins, ignore_errors=True)  # only what this checkout's manifest builds
     info = build_prebuilt(layout, gpu, bins, echo=echo, candle_cuda=candle_cuda)
     out.mkdir(parents=True, exist_ok=True)
