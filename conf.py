@@ -199,3 +199,6 @@ book_platforms: list[str] = []
 # This machine's platform: its own stale or missing fragments fail the strict build, other
 # machines' stale fragments are shown with a note. "" detects it; "none" for a docs-only build.
 book_local_platform = os.environ.get("BOOK_LOCAL_PLATFORM", "")
+# The reader's own machine beside the book's as 「你的机器」 (capture/machines/yours.py): only in the local site that
+# `nox -s yours` builds (it sets BOOK_YOURS=1); the published book and `nox -s docs` never include it.
+book_yours = os.environ.get("BOOK_YOURS", "") == "1"

@@ -2,6 +2,7 @@
 
     nox -s regenerate [-- --only ID ... --device cpu|gpu --force]   run what changed on this machine
     nox -s docs                                                      strict build of the site
+    nox -s yours [-- --only ID ... | --chapter PAGE]                 your machine beside the book's, in a local site
     nox -s tests                                                     machinery tests + re-run and compare + strict build
     nox -s status [-- --json]                                        fresh / stale / missing / failed, per platform
     nox -s lint                                                      ruff; rustfmt, clippy, cargo test (tests runs it)
@@ -62,8 +63,26 @@ def regenerate(session):
 def docs(session):
     """Build the site strictly (-W, nitpicky) from the committed fragments; no GPU needed."""
     install(session, ["docs"])
-    session.run(*SPHINX, *session.posargs)
+    session.run(*SPHINX, *session.posargs, env={"BOOK_YOURS": ""})  # never the reader's machine (capture/machines/yours.py)
     session.log("site: docs/_build/html/index.html")
+
+
+YOURS_SITE = "docs/_build/yours"
+
+
+@nox.session(python=PYTHON.python, default=False)
+def yours(session):
+    """Your machine in the book: capture this host as the reader's own platform (.capture/yours/, outside the book;
+    only what is stale), then build the local site with it beside the book's machines as 「你的机器」."""
+    install(session, ["run", "docs"])
+    # 1: some experiments failed here; the site says which, so it is built all the same
+    session.run("python", "-m", "capture", "yours", *session.posargs, success_codes=[0, 1])
+    if any(a in ("-h", "--help") or a.startswith("--promote") for a in session.posargs):
+        return
+    session.run("sphinx-build", "-n", "--keep-going", "-q", "-b", "html", "-c", ".", "-d", f"{YOURS_SITE}/doctrees",
+                "docs", f"{YOURS_SITE}/html", env={"BOOK_YOURS": "1"})
+    session.log(f"site with your machine: {YOURS_SITE}/html/index.html; "
+                f"your machine against the book's: {YOURS_SITE}/html/appendix/yours.html")
 
 
 @nox.session(python=PYTHON.python)

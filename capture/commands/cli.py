@@ -419,6 +419,12 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("--check", action="store_true", help="write nothing; exit 1 when docs/drift.json is out of date")
     d.set_defaults(fn=cmd_drift)
 
+    y = sub.add_parser("yours", add_help=False,
+                       help="capture this machine as the reader's own platform (.capture/yours/, outside the book): "
+                            "python -m capture yours --help")
+    y.add_argument("rest", nargs=argparse.REMAINDER)
+    y.set_defaults(fn=lambda args, layout: __import__("capture.commands.yours", fromlist=["main"]).main(args.rest, layout))
+
     t = sub.add_parser("restamp", help="carry fragments that were fresh over a change of the inputs-hash scheme (no rerun)")
     t.set_defaults(fn=cmd_restamp)
 
@@ -427,7 +433,11 @@ def main(argv: list[str] | None = None) -> int:
     upgrade_arguments(g)
     g.set_defaults(fn=cmd_upgrade)
 
-    args = p.parse_args(argv)
+    args, extra = p.parse_known_args(argv)
+    if args.cmd == "yours":  # its own parser (capture/commands/yours.py) reads its arguments, --help included
+        args.rest = extra + args.rest
+    elif extra:
+        p.error(f"unrecognized arguments: {' '.join(extra)}")
     layout = Layout(Path(args.root).resolve() if args.root else find_root())
     saved = sys.stdout, sys.stderr
     shared = outstreams.guard(layout.root, args.cmd)  # a closed or narrow stdout/stderr never stops the command

@@ -34,7 +34,7 @@ from capture.storage.keys import FragmentKey, KeyError_, check_platform_key
 from capture.storage.paths import Layout
 from capture.evidence.query import Evaluator, MissingData, QueryError, check_syntax, parse_refs
 from capture.storage.records import matches
-from capture.storage.store import Fragment, Store
+from capture.storage.store import Fragment, Overlay, Store
 
 OK, NOTE, WARN = "ok", "note", "warn"
 USABLE = ("fresh", "stale")
@@ -91,10 +91,27 @@ def _worst(*sev: str) -> str:
 
 
 class Book:
-    def __init__(self, root: Path, order: list[str] | None = None, local: identitymod.Identity | None = None):
-        """`local`: this machine (identity.of_machine(detect())); None when nothing here can regenerate."""
+    def __init__(self, root: Path, order: list[str] | None = None, local: identitymod.Identity | None = None,
+                 reader=None):
+        """`local`: this machine (identity.of_machine(detect())); None when nothing here can regenerate.
+
+        `reader` (capture/machines/yours.py Reader): the reader's own machine, shown beside the book's platforms as
+        「你的机器」 — its own folder under .capture/yours/, or the book platform this host is the machine of.
+        Only the local site asks for it (BOOK_YOURS=1); the published book never has one."""
         self.layout = Layout(root)
-        self.store = Store(self.layout.fragments)
+        base = Store(self.layout.fragments)
+        self.reader: str | None = None  # the reader's platform key, once it holds something
+        self.reader_is_book = False  # the reader's machine is one of the book's own platforms
+        extra = {}
+        if reader is not None:
+            if reader.book_platform:
+                self.reader, self.reader_is_book = reader.key, True
+            else:
+                own = Store(reader.root)
+                if reader.key in own.platforms() or reader.key in own.folder_problems():
+                    extra = {reader.key: own}
+                    self.reader = reader.key
+        self.store = Overlay(base, extra) if extra else base
         self.order = [check_platform_key(p, "book_platforms entry") for p in (order or [])]
         self.local = local.key if local else None
         self._inputs: dict[FragmentKey, tuple[str, dict]] = {}
@@ -125,8 +142,17 @@ class Book:
         then the rest with the author's kind of machine first (Apple silicon, then other GPU machines,
         then CPU-only boxes), each group by key."""
         stored = set(self.store.platforms())
-        rest = sorted(stored - set(self.order), key=lambda p: (self._rank(p), p))
-        return [p for p in self.order if p in stored] + rest
+        own = {self.reader} & stored if self.reader and not self.reader_is_book else set()
+        rest = sorted(stored - set(self.order) - own, key=lambda p: (self._rank(p), p))
+        return [p for p in self.order if p in stored and p not in own] + rest + sorted(own)  # the reader's last
+
+    def book_platforms(self) -> list[str]:
+        """The book's own platforms (platforms() without a reader's machine kept outside the book)."""
+        return [p for p in self.platforms() if p != self.reader or self.reader_is_book]
+
+    def folder(self, platform: str) -> Path:
+        """The platform's folder of fragments: docs/_fragments/<key>/, or the reader's under .capture/yours/."""
+        return self.store.folder(platform) if isinstance(self.store, Overlay) else self.layout.fragments / platform
 
     def _rank(self, platform: str) -> int:
         ident = self.identity(platform)
@@ -145,7 +171,7 @@ class Book:
             ident = None
             if platform in self.store.platforms():
                 try:
-                    ident = identitymod.read(self.layout.fragments, platform)
+                    ident = identitymod.read(self.folder(platform).parent, platform)
                 except identitymod.IdentityError as e:  # shown as broken; the rest of the book goes on
                     self.broken[platform] = str(e)
             if ident is None and platform == self.local:
@@ -153,6 +179,8 @@ class Book:
             if ident is None:
                 metas = [f.meta for k in self.store.keys(platform) if (f := self.fragment(platform, FragmentKey.parse(k)))]
                 ident = identitymod.from_metadata(platform, metas)
+            if platform == self.reader:
+                ident = _yours(ident, self.reader_is_book)
             self._ids[platform] = ident
         return self._ids[platform]
 
@@ -164,7 +192,9 @@ class Book:
         """label() in a few characters ("H200 · CPU", "2 核 CPU"), unique among the captured platforms:
         where two machines would share a short name, the system is added, then the full name is used."""
         ident = self.identity(platform)
-        others = [self.identity(p) for p in self.platforms() if p != platform]
+        if platform == self.reader:  # 「你的机器」, whatever machine it is
+            return ident.role_short(role, YOURS) if role else YOURS
+        others = [self.identity(p) for p in self.platforms() if p not in (platform, self.reader)]
         name = ident.short_name
         if any(o.short_name == name for o in others):
             system = {"macos": "macOS", "linux": "Linux"}.get(ident.os, ident.os)
@@ -223,6 +253,15 @@ class Book:
         return self._states[k]
 
     def _state(self, platform: str, key: FragmentKey) -> FragmentState:
+        st = self._state_of(platform, key)
+        if platform == self.reader and not self.reader_is_book and st.severity == WARN:
+            # the reader's machine never fails a build: what it lacks is said on its page, not fixed by the author
+            from dataclasses import replace
+
+            st = replace(st, severity=NOTE)
+        return st
+
+    def _state_of(self, platform: str, key: FragmentKey) -> FragmentState:
         local = platform == self.local
         ident = self.identity(platform)
         fix = ident.regenerate_command([key.exp], [key.role]) if not local else \
@@ -235,6 +274,10 @@ class Book:
             able, why = self.can_run(platform, key)
             if not able:
                 return FragmentState(platform, key, "not-applicable", None, why, local=local, severity=NOTE)
+            failed = self.store.read(platform, str(key), True) if platform == self.reader else None
+            if failed is not None and not failed.corrupt and failed.meta.get("failure"):
+                return FragmentState(platform, key, "missing", None, f"the run failed there: {failed.meta['failure']}",
+                                     fix=fix, local=local, severity=NOTE)
             return FragmentState(platform, key, "missing", None, f"never captured on {platform}", fix=fix, local=local,
                                  severity=WARN if local else NOTE)
         if frag.torn:
@@ -379,7 +422,8 @@ class Book:
         except QueryError as e:
             return Answer(platform, expr, None, states, str(e), WARN)
         unlike = self.unlike(expr, platform, seen, differs)
-        return Answer(platform, expr, value, states, severity=WARN if unlike else sev, unlike=unlike)
+        strict = platform != self.reader or self.reader_is_book  # the reader's machine: said, never a build error
+        return Answer(platform, expr, value, states, severity=WARN if unlike and strict else sev, unlike=unlike)
 
     def platforms_with(self, expr: str) -> list[str]:
         """Platforms (book order) that hold every fragment the expression reads."""
@@ -394,6 +438,19 @@ class Book:
             if st and (worst is None or st.severity == WARN):
                 worst = st
         return worst
+
+
+YOURS = "你的机器"  # the reader's machine on every page (capture/machines/yours.py NAME)
+
+
+def _yours(ident: identitymod.Identity, book_platform: bool) -> identitymod.Identity:
+    """The reader's machine's identity as the pages name it: 「你的机器」 before what it is; its fragments are
+    captured again with `nox -s yours` (unless it is one of the book's platforms, made the book's way)."""
+    from dataclasses import replace
+
+    if book_platform:
+        return replace(ident, display_name=f"{YOURS}（本书的 {ident.display_name}）")
+    return replace(ident, display_name=f"{YOURS}：{ident.display_name}", route="yours")
 
 
 def changed_inputs(old: dict, new: dict) -> list[str]:

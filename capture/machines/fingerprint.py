@@ -85,6 +85,16 @@ def describe(fp: dict) -> str:
             f"{f.get('os')} {f.get('os_major')}, {f.get('arch')}, {gpu}")
 
 
+def describe_zh(fp: dict) -> str:
+    """describe() in the pages' words: "AMD EPYC，2 核，内存 32 GiB 档，Debian GNU/Linux 12，x86_64，没有 GPU"."""
+    f = normal(fp) or {}
+    gpu = (f"{f['gpu_count']} 块 {f['gpu']}" if (f.get("gpu_count") or 1) > 1 else f["gpu"]) if f.get("gpu") else "没有 GPU"
+    parts = [f.get("cpu") or "CPU 型号未知", f"{f['cores']} 核" if f.get("cores") else "",
+             f"内存 {f['memory_class_gib']} GiB 档" if f.get("memory_class_gib") else "",
+             f"{f.get('os') or ''} {f.get('os_major') or ''}".strip(), f.get("arch") or "", gpu]
+    return "，".join(p for p in parts if p)
+
+
 def suggest_key(fp: dict) -> str:
     """A platform key of its own for the host with this fingerprint: its system, architecture, GPU (or
     "cpu") and CPU model, e.g. linux-x86_64-cpu-amd-epyc, linux-x86_64-nvidia-h200-intel-xeon."""

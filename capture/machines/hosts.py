@@ -84,7 +84,9 @@ def guard(layout: Layout, store: Store, key: str, here: dict, platform=None) -> 
         f"this host is not the machine whose fragments are under {layout.rel(store.root / key)}:\n"
         f"  that platform: {fpmod.describe(want)} ({layout.rel(Path(source.split(' (')[0]))})\n"
         f"  this host:     {fpmod.describe(here)}\n"
-        f"what differs (platform vs this host):\n{diffs}\n{ways}"
+        f"what differs (platform vs this host):\n{diffs}\n{ways}\n"
+        "To see this machine beside the book's machines without changing the book: nox -s yours "
+        "(your own platform under .capture/yours/, and a local site that shows it as 「你的机器」)"
     )
 
 

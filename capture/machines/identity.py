@@ -44,7 +44,8 @@ class Identity:
     # role -> framework -> device ("cpu": {"torch": "cpu", "burn": "flex", ...}); a role the machine lacks is absent
     roles: dict = field(default_factory=dict)
     # how fragments of this platform are made: "regenerate" (it builds and runs) or "bundle"
-    # (binaries built elsewhere and carried over, `python -m capture bundle` + `bash .device/run.sh`)
+    # (binaries built elsewhere and carried over, `python -m capture bundle` + `bash .device/run.sh`);
+    # "yours" for the reader's own machine (capture/machines/yours.py: `nox -s yours`, never stored in a file)
     route: str = "regenerate"
     bundle: dict = field(default_factory=dict)  # for route "bundle": {"env": {...}, "args": [...]}
     # the machine this platform is (capture/machines/fingerprint.py); None in files written before schema 2,
@@ -100,6 +101,8 @@ class Identity:
             args = " ".join(self.bundle.get("args", []))
             build = " ".join(x for x in (env, "python -m capture bundle", args, "--out .device") if x)
             return [("builder", build), ("machine", f"bash .device/run.sh{sel}")]
+        if self.route == "yours":
+            return [("machine", f"nox -s yours --{sel}" if sel else "nox -s yours")]
         return [("machine", f"nox -s regenerate --{sel}" if sel else "nox -s regenerate")]
 
     def regenerate_command(self, only: list[str] | None = None, roles: list[str] | None = None) -> str:

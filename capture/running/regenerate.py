@@ -78,6 +78,11 @@ class Options:
     adopt: bool = False  # capture every fragment of the platform on this host, then replace it (capture/machines/hosts.py)
     yes: bool = False  # with adopt: delete the platform's fragments the manifest no longer names without asking
     ask: Callable[[str], bool] | None = None  # with adopt: a y/N question (a terminal); None: refuse unless `yes`
+    # the reader's own machine (capture/commands/yours.py): how long the batch should take (progress lines say
+    # what is left), and a host without cargo skips the Rust experiments with the reason (a skip record), not a
+    # failed build for each
+    estimate: object = None  # capture/system/progress.py Estimate
+    skip_without_cargo: bool = False
 
 
 def source_problem(exp: Experiment, layout: Layout, where: str) -> str:
@@ -105,6 +110,9 @@ def plan(layout: Layout, manifest: Manifest, platform: Platform, store: Store, o
                 res = type(res)(None, f"runs only on {', '.join(exp.platforms)}")
             elif "cargo" in exp.needs and shutil.which("cargo") is None:
                 res = type(res)(None, "needs cargo (it reads the pinned crates' source from cargo's registry); none on PATH here")
+            elif opts.skip_without_cargo and res.device and exp.build_crate and not opts.prebuilt and shutil.which("cargo") is None:
+                res = type(res)(None, f"needs cargo to build its Rust program (crate {exp.build_crate}); none on PATH "
+                                      "here: install Rust with rustup (https://rustup.rs) and run the command again")
             elif exp.features and (opts.prebuilt or shutil.which("cargo") is None):
                 res = type(res)(None, f"needs cargo: its binary is built with features {', '.join(exp.features)} "
                                       "of its own, which prebuilt binaries do not carry")
@@ -152,11 +160,12 @@ def regenerate(layout: Layout, manifest: Manifest, platform: Platform, store: St
     jobs = plan(layout, manifest, platform, store, opts)
     todo = [j for j in jobs if needs_run(j, opts.force)]
     outcomes: list[Outcome] = []
-    progress = Progress(len(jobs), out)
+    progress = Progress(len(jobs), out, opts.estimate)
     for j in jobs:
         if not j.device:
             outcomes.append(Outcome(j.key, "skipped", j.skip_reason))
-            if platform.has_gpu:  # a GPU platform that cannot run this one says why, for the pages
+            # a GPU platform that cannot run this one says why, for the pages; so does the reader's machine
+            if platform.has_gpu or (opts.skip_without_cargo and j.role != "gpu"):
                 try:
                     store.write_skip(platform.key, j.key, j.skip_reason)
                 except OSError as e:

@@ -22,6 +22,7 @@ from .reader import setup_nodes
 from .platforms import PlatformTableDirective
 from .scope import PerPlatformDirective, UntilCapturedDirective
 from .verdicts import VerdictMatrixDirective
+from .yours import YourMachineDirective
 from .provenance import copy_provenance
 from .share import report_share
 from .snippet import SnippetDirective
@@ -44,6 +45,8 @@ def setup(app):
     # this machine's platform key: its own stale/missing fragments fail a strict build
     # ("" = detect it, "none" = no machine, e.g. a docs-only build that cannot regenerate anything)
     app.add_config_value("book_local_platform", "", "env")
+    # the reader's own machine beside the book's (capture/machines/yours.py): only the local site of `nox -s yours`
+    app.add_config_value("book_yours", False, "env")
     app.add_config_value("book_code_rule_exempt", [], "env")
     # recorded words ({num} of an outcome like `silent: read 0`) as the reader reads them: {recorded: words}
     app.add_config_value("book_recorded_words", {}, "env")
@@ -63,6 +66,7 @@ def setup(app):
     app.add_directive("until-captured", UntilCapturedDirective)
     app.add_directive("verdict-matrix", VerdictMatrixDirective)
     app.add_directive("platform-table", PlatformTableDirective)
+    app.add_directive("your-machine", YourMachineDirective)
     app.add_directive("drift-table", DriftTableDirective)
     app.add_role("drift", DriftRole())
     app.add_role("num", NumRole())

@@ -54,6 +54,9 @@ class ClaimDirective(SphinxDirective):
         stale = False
         for v in verdicts:
             for u in v.answer.unlike:
+                if v.answer.severity != WARN:  # the reader's machine: in the log only
+                    logger.info(f"claim on {v.platform} compares unlike things: {u}", location=where)
+                    continue
                 warn(f"claim on {v.platform} compares unlike things: {u} — make the experiments' conditions agree, or "
                      "say how they differ in the text and add `:differs: CONDITION`", where, "unlike")
             short = b.short_label(v.platform)  # the machine as a reader knows it; its devices go to the log only
@@ -79,6 +82,11 @@ class ClaimDirective(SphinxDirective):
                 stale = True
                 why += ("；" if why else "") + "数据来自这段代码较早的版本"
             lines.append(nodes.paragraph("", f"{text}。{why}" if why else f"{text}。", classes=[f"book-claim-{kind}"]))
+        missing = reader_missing(b, expr, verdicts, only)
+        if missing is not None:  # the reader's machine could have said, but lacks the data: why, so it is not silent
+            short = b.short_label(b.reader)
+            counts["unknown"].append(short)
+            lines.append(nodes.paragraph("", f"？ {short}：没有测，{missing}。", classes=["book-claim-unknown"]))
         box["classes"].append("book-claim-failed" if failed else "book-claim-checked")
         box.extend(claim_marks(counts, other, stale, lines))
         return [box]
@@ -95,6 +103,28 @@ class ClaimDirective(SphinxDirective):
                "the data decide (for 'about the same': a < 4 * b and b < 4 * a), narrow :where: to the machines where "
                "it is decided, or take the sentence out of the claim and let {cmp} say 说不清",
                where, "claim")
+
+
+def reader_missing(b, expr: str, verdicts, only) -> str | None:
+    """Why the reader's machine (capture/machines/yours.py) has no verdict on a claim it could have checked: in its
+    words (no cargo, a failed run, not captured yet); None when it has one, is out of the claim's scope, or is not
+    the kind of machine that runs it (a GPU claim on a machine without one)."""
+    from capture.sphinxext.common import could_run
+    from capture.sphinxext.reader import detail_words
+
+    mine = b.reader
+    if not mine or any(v.platform == mine for v in verdicts) or (only and only != mine):
+        return None
+    keys = b.refs(expr)
+    if not all(could_run(b, mine, [k]) for k in keys):
+        return None
+    for k in keys:
+        st = b.state(mine, k)
+        if not st.usable:
+            if st.state == "missing":
+                return "上一次运行失败" if st.detail.startswith("the run failed there") else "还没有捕获"
+            return detail_words(st.detail)
+    return None
 
 
 def claim_marks(counts: dict, other: list, stale: bool, lines: list) -> list[nodes.Node]:

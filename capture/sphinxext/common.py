@@ -34,7 +34,7 @@ def book(env) -> Book:
         note_page(env)
     app = env.app
     if getattr(app, "_capture_book", None) is None:
-        b = Book(book_root(app), list(app.config.book_platforms), _local(app))
+        b = Book(book_root(app), list(app.config.book_platforms), _local(app), _reader(app))
         _drift_table(app, b)
         app._capture_book = b
     return app._capture_book
@@ -92,6 +92,16 @@ def _local(app):
     if key and key != here.key:
         return Identity(key=key, display_name=key)
     return of_machine(here, machine_record(here))
+
+
+def _reader(app):
+    """The reader's own machine (capture/machines/yours.py), in the local site `nox -s yours` builds; else None."""
+    if not getattr(app.config, "book_yours", False):
+        return None
+    from capture.machines import yours
+    from capture.storage.paths import Layout
+
+    return yours.find(Layout(book_root(app)), yours.here())
 
 
 # -- scope: which platform a figure in running text comes from ---------------------------------
@@ -160,7 +170,7 @@ def depend(env, b: Book, keys, platforms=None) -> None:
             pass
         for plat in platforms or b.platforms():
             for suffix in (".json", ".txt"):
-                p = b.layout.fragments / plat / f"{key}{suffix}"
+                p = b.folder(plat) / f"{key}{suffix}"
                 if p.exists():
                     env.note_dependency(str(p))
 
@@ -193,6 +203,9 @@ def differs_option(text: str | None) -> tuple[str, ...]:
 
 def report_answer(ans: Answer, location, what: str) -> None:
     for u in ans.unlike:
+        if ans.severity != WARN:  # on the reader's machine (capture/evidence/book.py): said in the log only
+            logger.info(f"{what} on {ans.platform}: compares unlike things: {u}", location=location)
+            continue
         warn(f"{what} on {ans.platform}: compares unlike things: {u} — make the experiments' conditions agree, or "
              "say how they differ in the text and add `:differs: CONDITION` (`| differs=CONDITION` in {num})",
              location, "unlike")
@@ -249,6 +262,9 @@ def awaiting_notice(b: Book, key) -> nodes.Element:
     return box
 
 
+FAILED_THERE = "the run failed there:"  # capture/evidence/book.py: a missing fragment whose last run failed
+
+
 def state_notice(b: Book, st: FragmentState) -> nodes.Element | None:
     """What a reader sees for a fragment that is not fresh (None when fresh)."""
     if st.state == "fresh":
@@ -262,6 +278,10 @@ def state_notice(b: Book, st: FragmentState) -> nodes.Element | None:
         rows.append(nodes.paragraph("", f"捕获之后改动了：{'、'.join(st.changed)}。"))
     elif st.state == "not-applicable":
         return notice("na", f"{where} 不运行这一项：{detail_words(st.detail)}。")
+    elif st.state == "missing" and st.detail.startswith(FAILED_THERE):  # the reader's machine: its run failed
+        failure = st.detail[len(FAILED_THERE):].strip()
+        box = notice("missing", f"{where} 上运行这一项失败了，没有输出。")
+        rows.append(nodes.paragraph("", "失败的原因：", nodes.literal(failure, failure)))
     else:
         box = notice(st.state, f"{where} 上的这段输出{STATE_TEXT.get(st.state, st.state)}。")
     if st.platform in b.platforms() or st.platform == b.local:
@@ -329,6 +349,37 @@ def platform_choice(options: dict) -> tuple[str | None, tuple[str, ...]]:
     if only and others:
         raise KeyError_(":platform: and :except: together: name the one machine, or the machines to leave out")
     return only, others
+
+
+def with_reader(b: Book, only: str | None, others: tuple[str, ...], plats: list[str], keys) -> list[str]:
+    """The machines a block of outputs shows, with the reader's own machine (capture/machines/yours.py) beside the
+    book's: next to the one machine of the reading path (`:platform:`), left out of the fold of the others
+    (`:except:`, the block that follows the reading path's), and in a block of every machine also where it holds
+    none of the fragments but could run them (its tab says why they are not there: no cargo, a failed run)."""
+    mine = b.reader
+    if not mine:
+        return plats
+    if others:
+        return [p for p in plats if p != mine]
+    if mine in plats:
+        return plats
+    if any(b.fragment(mine, k) is not None for k in keys) or could_run(b, mine, keys):
+        return plats + [mine]
+    return plats
+
+
+def could_run(b: Book, platform: str, keys) -> bool:
+    """Whether the machine is of a kind that runs any of these fragments (a GPU role needs a GPU, an experiment for
+    one system needs that system); whether it did is its state."""
+    ident = b.identity(platform)
+    for k in keys:
+        exp = b.experiment(k)
+        if k.role == "gpu" and not ident.has_gpu:
+            continue
+        if exp.platforms and ident.os and ident.os not in exp.platforms:
+            continue
+        return True
+    return False
 
 
 def platform_tabs(items: list[tuple], classes=()) -> nodes.Node:

@@ -23,12 +23,18 @@ def book_root(app) -> Path:
 
 
 def store_fingerprint(app) -> str:
-    root = Layout(book_root(app)).fragments
+    layout = Layout(book_root(app))
+    roots = [layout.fragments]
+    if getattr(app.config, "book_yours", False):  # the reader's machine (capture/machines/yours.py)
+        from capture.machines.yours import store_root
+
+        roots.append(store_root(layout))
     h = hashlib.sha256()
-    if root.is_dir():
-        for p in sorted(root.rglob("*.json")):
-            st = p.stat()
-            h.update(f"{p.relative_to(root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+    for root in roots:
+        if root.is_dir():
+            for p in sorted(root.rglob("*.json")):
+                st = p.stat()
+                h.update(f"{root.name}/{p.relative_to(root)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
     return h.hexdigest()
 
 

@@ -38,6 +38,7 @@ from capture.sphinxext import reader
 from capture.sphinxext.common import (
     awaiting_notice,
     compiler_words,
+    could_run,
     book,
     depend,
     fragment_href,
@@ -45,6 +46,7 @@ from capture.sphinxext.common import (
     notice,
     platform_choice,
     platform_tabs,
+    with_reader,
     report_state,
     state_notice,
     warn,
@@ -64,6 +66,7 @@ class OutputDirective(SphinxDirective):
             b.experiment(key)
             only, others = platform_choice(self.options)
             plats = [only] if only else [p for p in b.holders(key) if p not in others]
+            plats = with_reader(b, only, others, plats, [key])  # the reader's machine beside the book's
         except (KeyError_, ManifestError) as e:
             return fail(f"output {self.arguments[0]}: {e}", where)
         depend(self.env, b, [key])
@@ -74,7 +77,7 @@ class OutputDirective(SphinxDirective):
         items = []
         for plat in plats:
             # the one machine chosen for the reading path is named in the caption (in tabs, the tab names it)
-            machine = (b.short_label(plat), b.label(plat)) if only else None
+            machine = (b.short_label(plat), b.label(plat)) if only and len(plats) == 1 else None
             content = shown(self, b, plat, key, self.options.get("lines"), self.options.get("caption"), machine=machine)
             items.append((plat, b.short_label(plat, key.role), content, b.label(plat, key.role)))
         if len(items) == 1:
@@ -104,6 +107,7 @@ class OutputsDirective(SphinxDirective):
         depend(self.env, b, keys)
         plats = [only] if only else [p for p in b.platforms()
                                      if p not in others and any(b.fragment(p, k) is not None for k in keys)]
+        plats = with_reader(b, only, others, plats, keys)  # the reader's machine beside the book's
         out: list[nodes.Node] = []
         for label, key, lines in entries:  # what no machine holds yet says so once, before the tabs
             if not only and not others and not b.holders(key):
@@ -112,7 +116,8 @@ class OutputsDirective(SphinxDirective):
         for plat in plats:
             content: list[nodes.Node] = []
             for label, key, lines in entries:
-                if b.fragment(plat, key) is None and not only:
+                mine = plat == b.reader and plat != only  # the reader's machine: what it could run, and why not
+                if b.fragment(plat, key) is None and (not could_run(b, plat, [key]) if mine else not only):
                     st = b.state(plat, key)
                     report_state(st, where, f"outputs {key}")
                     continue

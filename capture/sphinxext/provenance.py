@@ -25,14 +25,16 @@ def copy_provenance(app, exception) -> None:
     b = book(app.env)
     out = Path(app.outdir)
     copy_fragments(b.layout.fragments, out / "_fragments")
+    if b.reader and not b.reader_is_book:  # the reader's machine, kept outside the book (capture/machines/yours.py)
+        copy_fragments(b.folder(b.reader).parent, out / "_fragments", only=b.reader)
     copy_shown(b.layout, shown_files(app.env), out / "_code")
 
 
-def copy_fragments(store: Path, dest: Path) -> None:
+def copy_fragments(store: Path, dest: Path, only: str | None = None) -> None:
     if not store.is_dir():
         return
     for plat in sorted(store.iterdir()):
-        if not plat.is_dir() or plat.name.startswith("."):
+        if not plat.is_dir() or plat.name.startswith(".") or (only is not None and plat.name != only):
             continue
         if not PLATFORM_KEY.fullmatch(plat.name):
             logger.warning(f"{plat}: not a platform key, not published (the store only writes valid keys)",

@@ -406,3 +406,50 @@ class Store:
 
 EDITED = ("edited after the capture: the text is not the one {js} vouches for, and no interrupted write explains it "
           "(restore it from git, or capture it again)")
+
+
+class Overlay:
+    """The book's store and a few platforms kept elsewhere, read as one store (the reader's own machine,
+    .capture/yours/<key>/: capture/machines/yours.py). Every per-platform read goes to the store that holds
+    that platform; what names no platform (the root, the lock) is the book's store. Only reads are offered."""
+
+    def __init__(self, base: Store, extra: dict[str, Store]):
+        self.base = base
+        self.extra = {check_platform_key(k): s for k, s in extra.items()}
+        self.root = base.root
+
+    def of(self, platform: str) -> Store:
+        return self.extra.get(platform, self.base)
+
+    def folder(self, platform: str) -> Path:
+        """The platform's folder, wherever it is kept."""
+        return self.of(platform).root / check_platform_key(platform)
+
+    def platforms(self) -> list[str]:
+        mine = [k for k, s in self.extra.items() if k in s.platforms()]
+        return sorted(set(self.base.platforms()) - set(self.extra) | set(mine))
+
+    def folder_problems(self) -> dict[str, str]:
+        out = {k: v for k, v in self.base.folder_problems().items() if k not in self.extra}
+        for k, s in self.extra.items():
+            if k in s.folder_problems():
+                out[k] = s.folder_problems()[k]
+        return out
+
+    def keys(self, platform: str) -> list[str]:
+        return self.of(platform).keys(platform)
+
+    def read(self, platform: str, key: str, failed: bool = False) -> Fragment | None:
+        return self.of(platform).read(platform, key, failed)
+
+    def corrupt(self, platform: str, key: str) -> str | None:
+        return self.of(platform).corrupt(platform, key)
+
+    def corrupt_beside(self, platform: str, key: str) -> str | None:
+        return self.of(platform).corrupt_beside(platform, key)
+
+    def skip_problem(self, platform: str, key: str) -> str | None:
+        return self.of(platform).skip_problem(platform, key)
+
+    def skip_reason(self, platform: str, key: str) -> str | None:
+        return self.of(platform).skip_reason(platform, key)
