@@ -79,10 +79,14 @@ def start(layout: Layout, bumps: list[up.Bump], platform: Platform, only: list[s
     commit = up.head(layout.root)
     state = folder.state()
     wanted = [[b.package, b.version] for b in bumps]
-    if state and (state.get("base") != commit or state.get("bumps") != wanted):
-        steps.note(f"{folder.root} holds an upgrade from {str(state.get('base'))[:12]}; starting again from {commit[:12]}")
+    if state and state.get("bumps") != wanted:
+        steps.note(f"{folder.root} holds another upgrade; starting again from {commit[:12]}")
         drop(layout, folder)
         state = {}
+    elif state and state.get("base") != commit:  # the book moved on: go on from where the upgrade began
+        steps.note(f"going on with the upgrade begun at {str(state['base'])[:12]} (the book is at {commit[:12]} now; "
+                   f"--drop {name} to start again from it)")
+        commit = state["base"]
     if again:
         state = {k: v for k, v in state.items() if k in ("base", "bumps", "started", "old", "pinned", "kinds")}
     folder.root.mkdir(parents=True, exist_ok=True)
@@ -289,15 +293,23 @@ def make_report(layout: Layout, folder: up.Folder, state: dict) -> dict:
         report["comparisons"].append({"platform": k2, "how": f"this host, both pins (stands in for {stand_in})",
                                       "how_zh": f"这台主机上新旧固定版本各跑一遍（代替 `{stand_in}`，不进书）",
                                       "book": False, **result})
-    # what each book platform still needs: fragments fresh before and stale with the new pins
+    # what each book platform still needs: fragments fresh before and stale with the new pins (and, apart, those
+    # already stale at the base commit: not the upgrade's doing, but not captured with the new pins either)
     manifest = new_book.manifest
+    report["stale_at_base"] = {}
     for plat in book_platforms:
-        stale = []
+        stale, before = [], []
         for exp in manifest.experiments:
             for role in exp.roles:
                 fk = FragmentKey(exp.id, role)
-                if _matches(old_book, plat, fk) and not _matches(new_book, plat, fk):
+                if _matches(new_book, plat, fk):
+                    continue
+                if _matches(old_book, plat, fk):
                     stale.append(str(fk))
+                elif old_book.fragment(plat, fk) is not None and str(fk) in report["targets"]:
+                    before.append(str(fk))
+        if before:
+            report["stale_at_base"][plat] = before
         if stale:
             ident = old_book.identity(plat)
             exps = sorted({FragmentKey.parse(k).exp for k in stale})
@@ -410,6 +422,8 @@ def summary(report: dict) -> str:
             lines.append(f"    output {o['key']}: {what[:140]}")
     for plat, p in report.get("pending", {}).items():
         lines.append(f"  {plat}: {len(p['keys'])} fragments to capture again there: {p['command']}")
+    for plat, keys in (report.get("stale_at_base") or {}).items():
+        lines.append(f"  {plat}: {len(keys)} more were stale at the base commit already (to capture with the new pins too)")
     for plat, g in report.get("bundle", {}).items():
         if g.get("error"):
             lines.append(f"  bundle for {plat}: failed: {g['error'][:200]}")
@@ -506,6 +520,9 @@ def render_page(report: dict) -> str:
                        f"（{cell(', '.join(p['experiments'][:12]))}{' …' if len(p['experiments']) > 12 else ''}）。"
                        f"命令：{code(p['command'])}")
         out.append("")
+    for plat, keys in (report.get("stale_at_base") or {}).items():
+        out.append(f"- `{plat}` 另有 {len(keys)} 个受影响的片段在基准提交里就已经过期了（不是这次升级造成的；"
+                   f"它们同样要用新的固定版本重新捕获）：{cell(', '.join(sorted(keys)[:16]))}{' …' if len(keys) > 16 else ''}。")
     for plat, g in (report.get("bundle") or {}).items():
         if g.get("built"):
             out.append(f"- `{plat}` 的预构建包：{code(g['folder'])}（{g.get('bytes', 0) / 2**20:.1f} MiB）。"

@@ -252,3 +252,57 @@ def test_a_version_that_does_not_exist_is_reported_not_raised(tmp_path, cargo_ta
     assert report["pin_error"] and "cargo update" in report["pin_error"] and not report["adoptable"]
     assert "the pins could not be changed" in log
     assert committed(layout) == ""
+
+
+@pytest.mark.slow  # builds a tiny crate twice per side
+def test_fragments_from_the_platforms_machine_are_imported_then_the_upgrade_is_adopted(tmp_path, cargo_target, monkeypatch):
+    """The bundle route's second half: the platform's machine captured the touched experiments with the new pins
+    (here: this host's runs, stamped as that machine's); --import takes only those, and then --adopt goes through."""
+    import tarfile
+
+    monkeypatch.setenv("CARGO_TARGET_DIR", str(cargo_target))
+    layout = upgrade_book(tmp_path / "book")
+    ident = identitymod.read(layout.fragments, "linux-x86_64-cpu")
+    theirs_host = {**ident.fingerprint, "cpu": "Another CPU 9000"}
+    identitymod.write(layout.fragments, replace(ident, fingerprint=theirs_host))
+    for key in Store(layout.fragments).keys("linux-x86_64-cpu"):  # the committed fragments are that machine's too
+        frag = Store(layout.fragments).read("linux-x86_64-cpu", key)
+        Store(layout.fragments).write("linux-x86_64-cpu", key, frag.text, {**frag.meta, "host": theirs_host})
+    git(layout.root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "the platform is another machine")
+    report, _ = upgrade(layout, "0.2.0")
+    assert not report["adoptable"] and "linux-x86_64-cpu" in report["pending"]
+
+    folder = up.folder(layout, "tinydep-0.2.0")
+    scratch = report["host"]["scratch"]
+    there = tmp_path / "there"  # what run.sh packs on that machine: docs/_fragments with the platform's folder
+    ours = Store(Layout(folder.new).fragments)
+    for key in ours.keys(scratch):
+        frag = ours.read(scratch, key)
+        Store(there).write("linux-x86_64-cpu", key, frag.text, {**frag.meta, "host": theirs_host, "platform": "linux-x86_64-cpu"})
+    stranger = ours.read(scratch, "tiny@cpu")  # one from yet another machine: left out
+    Store(there).write("linux-x86_64-cpu", "tiny@cpu", stranger.text,
+                       {**stranger.meta, "host": {**theirs_host, "cpu": "Stranger"}, "platform": "linux-x86_64-cpu"})
+    identitymod.write(there, replace(ident, fingerprint=theirs_host))
+    with tarfile.open(tmp_path / "fragments.tar.gz", "w:gz") as t:
+        t.add(there, arcname=".")
+
+    assert cmd.main(["--import", "tinydep-0.2.0", str(tmp_path / "fragments.tar.gz")], layout) == 0
+    report = json.loads(folder.report_file.read_text(encoding="utf-8"))
+    assert report["pending"]["linux-x86_64-cpu"]["keys"] == ["tiny@cpu"]  # the stranger's was not taken
+    imported = [c for c in report["comparisons"] if c["platform"] == "linux-x86_64-cpu"]
+    assert imported and "imported" in imported[0]["how"] and [v["new"] for v in imported[0]["verdicts"]] == ["no"]
+    assert cmd.main(["--adopt", "tinydep-0.2.0"], layout) == 1
+
+    Store(there).write("linux-x86_64-cpu", "tiny@cpu", stranger.text,
+                       {**stranger.meta, "host": theirs_host, "platform": "linux-x86_64-cpu"})
+    assert cmd.main(["--import", "tinydep-0.2.0", str(there)], layout) == 0
+    assert cmd.main(["--adopt", "tinydep-0.2.0"], layout) == 0
+    assert "tinydep says two" in Store(layout.fragments).read("linux-x86_64-cpu", "deps@cpu").text
+    assert scratch not in Store(layout.fragments).platforms()  # this host's own runs never enter the book
+
+
+def test_the_gpu_run_script_is_valid_bash():
+    text = up.GPU_RUN_SH.format(name="x-1", platform="linux-x86_64-nvidia-h200", commit="abc", rel=".capture/upgrade/x-1/gpu",
+                                only="a b", pins="crates/Cargo.lock")
+    assert subprocess.run(["bash", "-n"], input=text, text=True).returncode == 0
+    assert 'args=(--only a b --force)' in text and "fragments.tar.gz" in text
