@@ -31,7 +31,7 @@ from capture.system.progress import Estimate
 
 # The first Rust build with an empty target folder (burn and candle, CPU features), measured on the book's
 # 2-core build box: docs/dev/platforms.md (你的机器). Scaled by the core count where there are more.
-COLD_BUILD_S_2_CORES = 16 * 60
+COLD_BUILD_S_2_CORES = 12 * 60
 WARM_BUILD_S = 30
 
 

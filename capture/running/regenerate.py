@@ -18,6 +18,7 @@ import datetime as dt
 import os
 import shutil
 import sys
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -333,10 +334,12 @@ class _Context:
                           if e.build_crate and not source_problem(e, self.layout, "")}
                 feats = cargo_features(self.platform, crates, self.layout.crates)
                 progress.note(f"building Rust experiments: cargo build --release --workspace {' '.join('--features ' + f for f in feats)}")
+                began = time.monotonic()
                 try:
                     self._binaries = buildmod.cargo_build(
                         self.layout, feats, self.run_dir / "cargo-build.log", echo=progress.tick
                     )
+                    progress.note(f"built in {time.monotonic() - began:.0f} s")
                 except buildmod.BuildError as e:
                     self._build_error = e
         if self._build_error:

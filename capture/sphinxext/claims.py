@@ -95,7 +95,8 @@ class ClaimDirective(SphinxDirective):
         """The body asserts; where it is expected and the data cannot tell, a reader page must not assert it
         (capture/sphinxext/words.py; docs/dev/authoring.md says what to do instead)."""
         app, docname = self.env.app, self.env.docname
-        if docname not in app.config.book_scope_pages:
+        # the reader's machine (capture/machines/yours.py): what its data cannot tell is said on the page, not a warning
+        if docname not in app.config.book_scope_pages or v.platform == book(self.env).reader:
             logger.info(f"claim cannot be decided on {v.platform} ({devices}): {v.why}", location=where)
             return
         report(app, docname,

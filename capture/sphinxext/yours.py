@@ -22,7 +22,7 @@ from capture.machines import fingerprint as fpmod
 from capture.machines.yours import COMMAND
 from capture.storage.keys import FragmentKey
 from capture.sphinxext.common import book, notice, reader_why
-from capture.sphinxext.comparisons import KINDS
+from capture.sphinxext.comparisons import KINDS, spaced
 from capture.sphinxext.reader import data_label, detail_words, disclosure, tip
 from capture.sphinxext.tables import table_node
 
@@ -50,12 +50,17 @@ def answer_words(f: fmod.Finding, r: fmod.Reply) -> str:
     if f.names:  # a comparison: which side is faster (smaller, fewer...)
         a, _, kind = f.names
         words = KINDS.get(kind, KINDS["time"])
-        return f"{a} {words['smaller' if yes else 'larger']}"
+        return _words(a, words["smaller" if yes else "larger"])
     if f.kind == "chart":
         return (f.what or "是") if yes else (f.otherwise or "否")
     if f.kind == "claim":
         return "成立" if yes else "不成立"
     return "是" if yes else "否"
+
+
+def _words(*parts: str) -> str:
+    """Parts joined the way {cmp} writes them: a space only between Chinese and Latin ("burn 快", "丢掉和留住")."""
+    return "".join(n.astext() for n in spaced(*parts))
 
 
 def why_words(r: fmod.Reply) -> str:
@@ -68,7 +73,7 @@ def why_words(r: fmod.Reply) -> str:
 def finding_words(f: fmod.Finding) -> str:
     if f.kind == "cmp":
         a, b, kind = f.names
-        return f"{a} 和 {b}，{KINDS.get(kind, KINDS['time'])['which']}"
+        return _words(a, "和", b, "，", KINDS.get(kind, KINDS["time"])["which"])
     if f.kind == "chart":
         return f"流程图：「{f.what}」" + (f"还是「{f.otherwise}」" if f.otherwise else "")
     return f.what or f.expr

@@ -2,10 +2,10 @@
 from a copy of the book (with -n) with a reader's platform under .capture/yours/<key>/, written through the store the way
 `nox -s yours` writes it on this host (its fingerprint, its key).
 
-The reader's machine is the book's CPU box as this host would have captured it, with three changes a real reader's
+The reader's machine is the book's CPU box as this host would have captured it, with four changes a real reader's
 machine can bring: PyTorch's call returns before the work is done (a claim that does not hold there, a verdict-matrix
-row and a finding that differ from the book), one fragment from an older version of the code (stale), and one
-Rust experiment skipped for want of cargo. Then:
+row and a finding that differ from the book), one fragment from an older version of the code (stale), one whose
+publish was cut between its two renames (torn), and one Rust experiment skipped for want of cargo. Then:
 
 - every chapter offers 「你的机器」 beside the book's machines: output tabs, records tables, the verdict matrix, the
   per-platform prose with its {cmp}, the claims' marks; the skipped experiment says why;
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import json
 import os
 import shutil
 import subprocess
@@ -33,6 +32,7 @@ from site_helpers import ROOT
 from capture.machines import yours
 from capture.machines.identity import of_machine, write as write_identity
 from capture.machines.platform import detect, machine_record
+from capture.storage import atomic
 from capture.storage.paths import Layout
 from capture.storage.store import Store
 
@@ -42,6 +42,8 @@ from tests.docs.dom import parse  # noqa: E402
 CPU = "linux-x86_64-cpu"
 SKIPPED = "burn-oob@cpu"
 STALE = "torch-drop@cpu"
+TORN = "torch-oob@cpu"
+HALF = "HALF-WRITTEN-BY-AN-INTERRUPTED-CAPTURE"
 NO_CARGO = ("needs cargo to build its Rust program (crate exec-gpu); none on PATH here: install Rust with rustup "
             "(https://rustup.rs) and run the command again")
 
@@ -75,6 +77,10 @@ def make_reader(root: Path) -> yours.Reader:
         if key == STALE:
             meta["inputs_hash"] = "0" * 64  # captured by an older checkout
         store.write(me.key, key, frag.text, meta)
+        if key == TORN:  # a publish cut between its two renames: the old text kept, half of a new one in place
+            txt = me.folder / f"{key}.txt"
+            shutil.copy(txt, atomic.temp_name(txt, atomic.OLD))
+            txt.write_text(frag.text + HALF, encoding="utf-8")
     write_identity(me.root, replace(of_machine(replace(here, key=me.key, gpu=None, gpu_name=None), machine)))
     return me
 
@@ -178,6 +184,8 @@ def test_a_claim_that_fails_on_your_machine_says_so_and_the_skipped_experiment_s
     assert "✗ 你的机器 的数据不支持" in text  # torch-ret: the call returns before the work is done
     assert "你的机器：" in text and "要用 cargo，这台机器上没有" in text  # burn-oob was skipped for want of cargo
     assert "（旧）" in text
+    # the torn pair: neither its half-written text nor its records reach the page, which says it is not whole
+    assert HALF not in text and "文件不完整（写入时被打断）" in text
 
 
 def test_the_page_of_your_machine_lists_the_findings(yours_site):
@@ -197,7 +205,7 @@ def test_the_page_of_your_machine_lists_the_findings(yours_site):
     assert any(h.startswith("../eager.html#eager-ret") for h in links), links
     assert "调用先返回，活留到同步（PyTorch）（CPU 一侧）" in different.text()
     rows = [r for t in tables for r in t.find_all("tr")]
-    compared = [r for r in rows if "和 " in r.text() and any("book-yours-same" in c.classes or "book-yours-different"
+    compared = [r for r in rows if "和" in r.text() and "哪个" in r.text() and any("book-yours-same" in c.classes or "book-yours-different"
                                                               in c.classes for c in r.iter())]
     assert compared, "no {cmp} row compared with the book"
 
@@ -213,7 +221,7 @@ def test_chromium_reads_your_machine(yours_site, probe):
         header = p.page.locator("table.book-yours-table th", has_text="你的机器").first
         assert header.is_visible()
         answered = p.page.locator(".book-yours-mine:not(.book-yours-untested)")
-        cmp_row = p.page.locator("table.book-yours-table tr", has=answered).filter(has_text=" 和 ").first
+        cmp_row = p.page.locator("table.book-yours-table tr", has=answered).filter(has_text="哪个").first
         cmp_row.scroll_into_view_if_needed()
         assert cmp_row.is_visible()
         mine = cmp_row.locator(".book-yours-mine").inner_text()
