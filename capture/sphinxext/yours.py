@@ -130,7 +130,8 @@ class YourMachineDirective(SphinxDirective):
         n = fmod.counts(rows)
         intro = nodes.paragraph()
         if b.reader_is_book:
-            intro += nodes.Text(f"你的机器就是本书的 {ident.display_name.split('本书的 ', 1)[-1].rstrip('）')}：指纹"
+            name = ident.display_name.removeprefix("你的机器（本书的 ").removesuffix("）")  # capture/evidence/book.py _yours
+            intro += nodes.Text(f"你的机器就是本书的 {b.reader}（{name}）：指纹"
                                 f"（{fpmod.describe_zh(ident.host)}）和这个平台的一样，所以它的回答就是本书在这台机器上的回答，"
                                 "不用另外捕获。")
         else:

@@ -240,3 +240,40 @@ def test_promote_makes_the_capture_a_platform_of_the_book(book):
     again = io.StringIO()
     assert cmd.promote(book, "another-key", out=again) == 2
     assert "already is the book's linux-x86_64-cpu-mine" in again.getvalue()
+
+
+def test_a_chapter_selects_the_experiments_its_page_names():
+    from capture.evidence.findings import chapters
+    from capture.plan.manifest import ManifestError, load
+    from capture.storage.paths import Layout
+
+    layout = Layout(REPO)
+    manifest = load(layout.manifest)
+    assert chapters(REPO / "docs") == ["eager", "design"]
+    eager = cmd.chapter_experiments(layout, manifest, ["eager"])
+    assert {"torch-ret", "burn-ret", "torch-drop", "burn-oob"} <= set(eager)
+    assert not any(e.startswith("candle-") for e in eager)
+    design = cmd.chapter_experiments(layout, manifest, ["design.md"])
+    assert "candle-matmul" in design and "torch-ret" not in design
+    with pytest.raises(ManifestError, match="chapters: eager, design"):
+        cmd.chapter_experiments(layout, manifest, ["nosuch"])
+
+
+def test_the_findings_are_the_ones_the_share_counts():
+    """The page 「你的机器和本书的机器」 lists exactly the expressions capture/evidence/share.py counts for the chapters."""
+    from capture.evidence import findings, share
+
+    docs = REPO / "docs"
+    mine = {(f"{f.page}.md", f.line, f.expr) for items in findings.of_chapters(docs).values() for f in items}
+    chapters = {f"{p}.md" for p in findings.chapters(docs)}
+    theirs = set()
+    for where, expr in share.verdict_expressions(docs):
+        page, _, rest = where.partition(":")
+        if page in chapters:
+            theirs.add((page, int(rest.split()[0]), expr))
+    assert mine == theirs
+    kinds = {f.kind for items in findings.of_chapters(docs).values() for f in items}
+    assert kinds == {"claim", "matrix", "chart", "cmp", "table"}
+    eager = findings.of_page(docs, "eager")
+    ret = next(f for f in eager if f.kind == "claim" and "torch-ret@cpu" in f.expr)
+    assert ret.section == "eager-ret" and ret.what.startswith("CPU 上两边调用返回时")
