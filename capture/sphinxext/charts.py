@@ -171,6 +171,8 @@ class DataChartDirective(SphinxDirective):
             for ans in answers:
                 report_answer(ans, where, "datachart")
             items.append((plat, b.short_label(plat), [self._figure(b, plat, code, answers, undecided)], b.label(plat)))
+        if b.reader and b.reader not in plats and not only and items:
+            items.append(self._yours_missing(b, keys))  # the reader's machine lacks some of the chart's data: why
         if not items:
             pending = [st for k in keys if (st := b.absent_everywhere(k))]
             if any(st.severity == "warn" for st in pending):
@@ -179,6 +181,35 @@ class DataChartDirective(SphinxDirective):
         if len(items) == 1:
             return items[0][2]
         return [platform_tabs(items, classes=["book-chart-tabs"])]
+
+    def _yours_missing(self, b, keys) -> tuple:
+        """A tab for the reader's own machine (capture/machines/yours.py) where it cannot draw the chart: which of its
+        data it has not got and why, and where its answers to the branches it has are (the findings page)."""
+        from sphinx import addnodes
+
+        from capture.sphinxext.reader import detail_words
+
+        ident = b.identity(b.reader)
+        why = []
+        for k in keys:
+            if b.fragment(b.reader, k) is not None:
+                continue
+            if k.role == "gpu" and not ident.has_gpu:
+                reason = "GPU 一侧的数据（这台机器没有 GPU）"
+            else:
+                st = b.state(b.reader, k)
+                reason = f"{k}（{detail_words(st.detail) if st.state == 'not-applicable' else '还没有捕获'}）"
+            if reason not in why:
+                why.append(reason)
+        box = notice("na", f"这张图要用到 {'、'.join(why)}，所以在你的机器上画不出来。")
+        para = nodes.paragraph("", "它有数据的那些分支，回答在")
+        ref = addnodes.pending_xref("", refdomain="std", reftype="ref", reftarget="appendix-yours-findings",
+                                    refexplicit=True, refwarn=True)
+        ref += nodes.inline("你的机器和本书的机器", "你的机器和本书的机器")
+        para += ref
+        para += nodes.Text("这一页。")
+        box += para
+        return (b.reader, b.short_label(b.reader), [box], b.label(b.reader))
 
     def _line(self, lineno: int) -> str:
         """The page location of the template's line `lineno` (1-based): after the fence and its option lines."""

@@ -138,7 +138,7 @@ class YourMachineDirective(SphinxDirective):
             intro += nodes.Text(f"你的机器：{fpmod.describe_zh(ident.host)}。它的记录在 ")
             folder = b.layout.rel(b.folder(b.reader))
             intro += nodes.literal(folder, folder)
-            intro += nodes.Text("（不进 git，不属于本书），由 ")
+            intro += nodes.Text("（不进版本库，不属于本书），由 ")
             intro += nodes.literal(COMMAND, COMMAND)
             intro += nodes.Text(" 捕获；再运行一次只重跑过期的实验。")
         out: list[nodes.Node] = [intro, self.capture_note(b)]
@@ -224,7 +224,8 @@ class YourMachineDirective(SphinxDirective):
             if r.mine is not None:
                 cells.append(nodes.inline("", "", data_label(b.short_label(b.reader)), self._answer(f, r.mine, mine=True)))
                 v = r.verdict
-                cells.append(nodes.inline("", VERDICT_WORDS[v], classes=[f"book-yours-{v}"]))
+                cells.append(nodes.inline("", "", data_label("和本书比"),
+                                          nodes.inline("", VERDICT_WORDS[v], classes=[f"book-yours-{v}"])))
             body.append(cells)
         table = table_node(None, header, body, ("book-records-table", "book-yours-table"))
         return [head, disclosure(f"{len(items)} 个结论", [table], ["book-yours-fold"]) if not b.reader else table]

@@ -171,6 +171,11 @@ def test_every_chapter_offers_your_machine(yours_site, name):
     cmps = [c for c in doc.find_all(cls="book-cmp")
             if any(f"book-plat-{me.key}" in a.classes for a in c.ancestors())]
     assert cmps, f"{name}: no {{cmp}} in your machine's tab"
+    # the chart: drawn from its data, or (a machine without the GPU side) a tab that says why not
+    charts = [e for e in doc.find_all(cls="book-chart-tabs")]
+    if name == "eager.html":
+        assert charts and any(f"book-plat-{me.key}" in d.classes or "画不出来" in d.text()
+                              for c in charts for d in c.iter() if isinstance(d, type(c)))
     # claims are checked on it
     marks = [m for m in doc.find_all(cls="book-claim-marks") if "你的机器" in m.text()]
     assert marks, f"{name}: no claim says what it is on your machine"
