@@ -630,6 +630,9 @@ def _history_why(j: verdict.Judged) -> str:
     if j.disagreed:
         when = "this capture" if j.disagreed == "now" else j.disagreed
         return f" [{HISTORY_AGAINST} {when} ordered them the other way: cannot tell]"
+    if j.value is None and j.captures:  # some agreed, not enough of them, or not far enough apart to decide
+        gap = f", the closest x{j.gap:.4g}" if j.gap else ""
+        return f" [history: {j.captures} captures in one sitting agreed{gap}: too few or too close to decide]"
     if j.value is None or not j.captures:
         return ""
     how = "decided by the history" if j.by_history else "history"

@@ -217,6 +217,7 @@ def _constant(text: str) -> bool:
 _AGREE = re.compile(r"\[(?P<by>decided by the history|history): (?P<n>\d+) captures " + re.escape(HISTORY_AGREE)
                     + r"(?:, the closest x(?P<gap>[0-9.e+]+))?\]")
 _AGAINST = re.compile(re.escape(HISTORY_AGAINST) + r" (?P<when>.+?) ordered them the other way")
+_FEW = re.compile(r"\[history: (?P<n>\d+) captures in one sitting agreed(?:, the closest x(?P<gap>[0-9.e+]+))?: too few")
 _SAME = re.compile(r"(?P<how>" + re.escape(ABOUT_SAME) + "|" + re.escape(HISTORY_BOUND) + r") x(?P<k>[0-9.]+)")
 
 
@@ -252,6 +253,10 @@ def _fact(op: str, word: str, left: str, right: str, rest: str, constant: bool =
         return f"{left} 和 {right}：{when}捕获里两者的先后和其余几次相反，说不清哪个大" + (f"；{same}" if same else "")
     if word == "说不清" and _same(rest):
         return f"{left} 和 {right} 说不清哪个大；{_same(rest)}"
+    if word == "说不清" and (few := _FEW.search(rest or "")):
+        gap = f"，最接近的一次只差 {float(few['gap']):.4g}{NBSP}倍" if few["gap"] else ""
+        return (f"{left} 和 {right}：这台机器上 {few['n']} 次捕获（每次两边在同一次运行里）先后一样{gap}，"
+                f"次数太少或隔得太近，不足以定下；放宽漂移以后又重叠，说不清哪个大")
     history = _history(rest)
     if history and word != "说不清":
         base = _fact(op, word, left, right, "", constant)
