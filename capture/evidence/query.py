@@ -637,7 +637,7 @@ def _history_why(j: verdict.Judged) -> str:
         return ""
     how = "decided by the history" if j.by_history else "history"
     gap = f", the closest x{j.gap:.3g}" if j.gap else ""
-    return f" [{how}: {j.captures} captures {HISTORY_AGREE}{gap}]"
+    return f" [{how}: {j.captures} capture{'s' if j.captures != 1 else ''} {HISTORY_AGREE}{gap}]"
 
 
 def _scaled(node) -> bool:

@@ -214,7 +214,7 @@ def _constant(text: str) -> bool:
     return _SIDE.match(text.strip()) is None
 
 
-_AGREE = re.compile(r"\[(?P<by>decided by the history|history): (?P<n>\d+) captures " + re.escape(HISTORY_AGREE)
+_AGREE = re.compile(r"\[(?P<by>decided by the history|history): (?P<n>\d+) captures? " + re.escape(HISTORY_AGREE)
                     + r"(?:, the closest x(?P<gap>[0-9.e+]+))?\]")
 _AGAINST = re.compile(re.escape(HISTORY_AGAINST) + r" (?P<when>.+?) ordered them the other way")
 _FEW = re.compile(r"\[history: (?P<n>\d+) captures in one sitting agreed(?:, the closest x(?P<gap>[0-9.e+]+))?: too few")
