@@ -222,9 +222,9 @@ _SAME = re.compile(r"(?P<how>" + re.escape(ABOUT_SAME) + "|" + re.escape(HISTORY
 
 
 def _when(started: str) -> str:
-    """A capture's start as a reader reads it: 2026-12-01T17:52:49+00:00 -> 2026-12-01 17:52 UTC."""
+    """A capture's start as a reader reads it: 2026-12-01T17:52:49+00:00 -> 2026-12-01 17:52（世界时）."""
     m = re.match(r"^(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2})", started)
-    return f"{m.group(1)} {m.group(2)} UTC" if m else started
+    return f"{m.group(1)} {m.group(2)}（世界时）" if m else started
 
 
 def _history(rest: str) -> str:
