@@ -19,6 +19,7 @@ import argparse
 import json
 import math
 import os
+import re
 import shutil
 import statistics
 import sys
@@ -141,7 +142,7 @@ def start(layout: Layout, bumps: list[up.Bump], platform: Platform, only: list[s
         with _env_target(target):
             live = Progress(1, out)
             live.start("cargo build", "new pins")
-            report = up.build(new, platform, folder.logs / "cargo-build-new.log", echo=live.tick, label="      ")
+            report = up.build(new, platform, folder.logs / "cargo-build-new.log", echo=live.tick, note=steps.note)
             live.line("cargo build (new pins)", "ok" if report.ok else "failed",
                       "" if report.ok else f"{len(report.errors)} errors; left out: {', '.join(report.dropped) or 'none'}",
                       report.seconds)
@@ -165,7 +166,7 @@ def start(layout: Layout, bumps: list[up.Bump], platform: Platform, only: list[s
                                    ("new", new, python_new, target)):
             if f"captured_{side}" in state:
                 continue
-            steps.note(f"{side}: {lay.rel(lay.root)} ({len(runnable)} experiment roles)")
+            steps.note(f"{side}: {layout.rel(lay.root)} ({len(runnable)} experiment roles)")
             with _env_target(tgt):
                 outcomes = up.capture_side(lay, scratch, runnable, py, out)
             state[f"captured_{side}"] = {o.key: [o.status, o.message[:300]] for o in outcomes}
@@ -281,6 +282,7 @@ def make_report(layout: Layout, folder: up.Folder, state: dict) -> dict:
                                  changes.Side(new_book, plat, f"{new_v} (re-captured)"),
                                  recaptured, plat, package, base.root, plat)
         how_zh = "在平台自己的机器上重新捕获" + ("（就是这台主机）" if "this host" in how else "（从那台机器带回来的）")
+        result["sentences"] = changes.sentences(result, new.root / "docs")
         report["comparisons"].append({"platform": plat, "how": how, "how_zh": how_zh, "book": True, **result})
     if host.get("scratch") and host["scratch"] in new_book.platforms():
         k2 = host["scratch"]
@@ -290,6 +292,7 @@ def make_report(layout: Layout, folder: up.Folder, state: dict) -> dict:
                                  [k for k in keys if new_book.fragment(k2, FragmentKey.parse(k)) is not None
                                   or old_book.fragment(k2, FragmentKey.parse(k)) is not None],
                                  stand_in, package, base.root if stand_in != k2 else None, stand_in)
+        result["sentences"] = changes.sentences(result, new.root / "docs")
         report["comparisons"].append({"platform": k2, "how": f"this host, both pins (stands in for {stand_in})",
                                       "how_zh": f"这台主机上新旧固定版本各跑一遍（代替 `{stand_in}`，不进书）",
                                       "book": False, **result})
@@ -346,9 +349,15 @@ def _recaptured(old_book: Book, new_book: Book, plat: str, key: str) -> bool:
     return a is None or a.meta.get("started") != b.meta.get("started") or a.inputs_hash != b.inputs_hash
 
 
+def prerelease(version: str) -> bool:
+    """0.23.0-pre.1, 2.16.0rc1, 1.0.0a2: a version the book reports on and never adopts."""
+    return bool(re.search(r"-|[A-Za-z]", version.split("+", 1)[0]))
+
+
 def blockers(report: dict) -> list[str]:
     """Why the upgrade may not be adopted (empty: it may)."""
-    out = []
+    out = [f"{b['package']} {b['version']} is a pre-release: the book reports on it and does not adopt it"
+           for b in report.get("bumps", []) if prerelease(b["version"])]
     b = report.get("build") or {}
     if not b.get("ok", True):
         out.append("some experiments no longer build: " + ", ".join(b.get("failed") or ["(see the build log)"]))
@@ -411,6 +420,9 @@ def summary(report: dict) -> str:
         lines.append(f"  {c['platform']} ({c['how']}): {len(c['verdicts'])} verdicts changed, {len(c['numbers'])} numbers, "
                      f"{len(beyond)} of {len(c['figures'])} figures beyond their drift, {len(c['outputs'])} outputs "
                      "changed shape")
+        for k, f in c["fragments"].items():
+            if f.get("failed"):
+                lines.append(f"    fails with the new pins: {k}: {f['failed'][:160]}")
         for v in c["verdicts"][:10]:
             lines.append(f"    verdict {v['where']}: {v['old']} -> {v['new']}")
         for f in sorted(beyond, key=lambda f: -abs(math.log(f["ratio"])))[:6]:
@@ -617,11 +629,16 @@ def _comparison(c: dict) -> list[str]:
 
     out.append("### 页面上受影响的句子")
     out.append("")
-    sent = changes.sentences(c)
+    sent = c.get("sentences") or changes.sentences(c)
     if not sent:
         out.append("没有。")
+    else:
+        out.append("每一行后面是它所在的节：节里的文字说的可能是同一件事，但没有表达式替它核对，要人去读。")
+        out.append("")
     for s in sent:
-        out.append(f"- {code(s['page'] + ':' + str(s['line']))}：{code(s['sentence'][:300])}（{cell('; '.join(s['why'])[:200])}）")
+        where = f"（节「{cell(s['section'])}」）" if s.get("section") else ""
+        out.append(f"- {code(s['page'] + ':' + str(s['line']))}{where}：{code(s['sentence'][:300])}"
+                   f"（{cell('; '.join(s['why'])[:200])}）")
     out.append("")
 
     out.append("### 句子里的数")

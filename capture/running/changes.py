@@ -82,6 +82,20 @@ class Lines:
             return name, n, ""
         return page.relative_to(self.docs).as_posix(), n, self.sentence(page, n)
 
+    def section(self, page: str, n: int) -> str:
+        """The heading of the section that holds line n of a page (docs-relative path): where the prose around a
+        changed value is, which no expression reads."""
+        lines = self.lines(self.docs / page) if (self.docs / page).is_file() else []
+        fence = False
+        heading = ""
+        for line in lines[:n]:
+            if re.match(r"^\s*(```|~~~)", line):
+                fence = not fence
+            m = None if fence else re.match(r"^(#{1,6})\s+(.*)$", line)
+            if m:
+                heading = m.group(2).strip()
+        return heading
+
     def sentence(self, page: Path, n: int) -> str:
         """The line, or for a directive (a claim) the text it holds."""
         lines = self.lines(page)
@@ -261,8 +275,11 @@ def shape(old_frag, new_frag, mask) -> dict | None:
     return {"diff": lines, "records": recs}
 
 
+MATCH_IGNORES = ("version",)  # tags that name the version that ran (candle-source's): the upgrade changes them by design
+
+
 def _rid(r: dict):
-    return (r["name"], tuple(sorted((k, str(v)) for k, v in (r.get("tags") or {}).items())))
+    return (r["name"], tuple(sorted((k, str(v)) for k, v in (r.get("tags") or {}).items() if k not in MATCH_IGNORES)))
 
 
 def _label(rid) -> str:
@@ -378,6 +395,8 @@ def compare(old: Side, new: Side, keys: list[str], drift_platform: str, package:
         fragments[key] = {"old": sa, "new": sb,
                           "failed": (failed.meta.get("failure") or failed.text.splitlines()[0] if failed.text else "failed")
                           if failed is not None and not failed.corrupt else ""}
+        if fragments[key]["failed"]:  # the pages that read it: what the upgrade leaves them without
+            fragments[key]["pages"] = [list(x) for x in lines.using(key)]
         if a is None or b is None or a.corrupt or b.corrupt:
             continue
         try:
@@ -407,8 +426,9 @@ def compare(old: Side, new: Side, keys: list[str], drift_platform: str, package:
     }
 
 
-def sentences(result: dict) -> list[dict]:
-    """The page sentences a comparison reaches: each page line once, with what reached it."""
+def sentences(result: dict, docs: Path | None = None) -> list[dict]:
+    """The page sentences a comparison reaches: each page line once, with what reached it (and, given the pages,
+    the heading of its section: the prose around it says the same things in words no expression checks)."""
     out: dict[tuple[str, int], dict] = {}
 
     def add(page, line, sentence, why):
@@ -425,4 +445,11 @@ def sentences(result: dict) -> list[dict]:
     for o in result["outputs"]:
         for page, line, sentence in o["pages"]:
             add(page, line, sentence, f"output {o['key']} changed shape")
+    for key, f in result["fragments"].items():
+        for page, line, sentence in f.get("pages") or []:
+            add(page, line, sentence, f"{key} fails with the new pins: {f['failed'][:80]}")
+    if docs is not None:
+        lines = Lines(docs)
+        for item in out.values():
+            item["section"] = lines.section(item["page"], item["line"])
     return sorted(out.values(), key=lambda x: (x["page"], x["line"]))

@@ -274,13 +274,13 @@ def pin(root: Path, bumps: list[Bump], log: Path, echo=print) -> dict[str, str]:
             toml.write_text(text, encoding="utf-8")
         crates = root / "crates"
         if edited:
-            echo("      cargo update --workspace (the exact pins in Cargo.toml changed)")
+            echo("cargo update --workspace (the exact pins in Cargo.toml changed)")
             code, out = _run_tool(["cargo", "update", "--workspace"], crates, log)
             if code != 0:
                 raise UpgradeError(f"cargo update --workspace failed in {crates}:\n{_tail(out)}")
         for b in cargo:
             if lock_packages(crates / "Cargo.lock").get(b.package) != [b.version]:
-                echo(f"      cargo update -p {b.package} --precise {b.version}")
+                echo(f"cargo update -p {b.package} --precise {b.version}")
                 code, out = _run_tool(["cargo", "update", "-p", b.package, "--precise", b.version], crates, log)
                 if code != 0:
                     raise UpgradeError(f"cargo update -p {b.package} --precise {b.version} failed:\n{_tail(out)}")
@@ -300,7 +300,7 @@ def pin(root: Path, bumps: list[Bump], log: Path, echo=print) -> dict[str, str]:
         if uv is None:
             raise UpgradeError("uv.lock is changed with uv, and there is no uv on PATH (pip install uv)")
         args = [uv, "lock", *[a for b in python for a in ("--upgrade-package", f"{b.package}=={b.version}")]]
-        echo(f"      {' '.join(args[1:])}")
+        echo(f"{' '.join(args[1:])}")
         code, out = _run_tool(args, root, log)
         if code != 0:
             raise UpgradeError(f"uv lock failed in {root}:\n{_tail(out)}")
@@ -327,7 +327,7 @@ def python_for(folder_: Folder, root: Path, bumps_python: bool, given: str | Non
     if uv is None:
         raise UpgradeError("the new Python packages are installed with uv, and there is no uv on PATH; "
                            "or give --new-python PATH of an interpreter that has them")
-    echo(f"      uv sync --locked --extra run into {venv}")
+    echo(f"uv sync --locked --extra run into {venv}")
     env = {**os.environ, "UV_PROJECT_ENVIRONMENT": str(venv)}
     code, out = _run_tool([uv, "sync", "--locked", "--no-install-project", "--extra", "run"], root, log, env=env)
     if code != 0:
@@ -488,7 +488,7 @@ class BuildReport:
                    d.get("seconds", 0.0))
 
 
-def build(layout: Layout, platform: Platform, log: Path, echo=None, label: str = "") -> BuildReport:
+def build(layout: Layout, platform: Platform, log: Path, echo=None, note=None) -> BuildReport:
     """Build the Rust experiments of a worktree the way regenerate will (same features, same target dir), so its
     own build then finds everything built. When some crate does not compile, its errors are kept and the members
     it stops are left out of the worktree's workspace, and the rest is built, so what builds can be captured."""
@@ -526,8 +526,8 @@ def build(layout: Layout, platform: Platform, log: Path, echo=None, label: str =
                 report.dropped += [m for m in current if m not in report.dropped]
                 break
             report.dropped += gone
-            if echo:
-                echo(f"{label}{', '.join(gone)} do(es) not build; left out of {layout.rel(layout.crates / 'Cargo.toml')} "
+            if note:
+                note(f"{', '.join(gone)} do(es) not build; left out of {layout.rel(layout.crates / 'Cargo.toml')} "
                      "so the rest can be captured")
             drop_members(layout.crates, gone)
             inputsmod._workspace_paths.cache_clear()

@@ -87,3 +87,11 @@ def test_a_report_without_a_worktree_says_why_it_cannot_be_adopted():
     page = cmd.render_page(report)
     assert page.startswith("# 升级：x 0 → 1") and "不采纳" in page and "no such version" in page
     assert "the pins could not be changed" in cmd.summary(report)
+
+
+def test_pre_releases_are_reported_never_adopted():
+    assert cmd.prerelease("0.23.0-pre.1") and cmd.prerelease("2.16.0rc1") and cmd.prerelease("1.0.0a2")
+    assert not cmd.prerelease("0.11.1") and not cmd.prerelease("2.15.0+cu130")
+    report = {"bumps": [{"package": "burn", "version": "0.23.0-pre.1"}], "build": {"ok": True}, "comparisons": [],
+              "targets": {}}
+    assert cmd.blockers(report) == ["burn 0.23.0-pre.1 is a pre-release: the book reports on it and does not adopt it"]
