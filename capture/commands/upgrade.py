@@ -24,6 +24,7 @@ import shutil
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from capture.evidence.book import Book
@@ -127,8 +128,9 @@ def start(layout: Layout, bumps: list[up.Bump], platform: Platform, only: list[s
     steps.note(f"{len(touched)} experiment roles: " + ", ".join(sorted(touched)[:12]) + (" ..." if len(touched) > 12 else ""))
     own = up.own_platform(base, platform)
     here = fingerprint.of_machine(machine_record(platform))
+    known = (state.get("host") or {}).get("scratch")  # a run going on: the key its captures already use
     state["host"] = {"describe": fingerprint.describe(here), "platform": platform.key, "own": own}
-    scratch = None if own else up.scratch_platform(base, platform)
+    scratch = None if own else replace(platform, key=known) if known else up.scratch_platform(base, platform)
     state["host"]["scratch"] = scratch.key if scratch else None
     folder.save(state)
     target = up.target_dir()
@@ -217,13 +219,23 @@ def gpu_part(layout: Layout, folder: up.Folder, state: dict, platform: Platform,
             entry["skipped"] = "no cargo here"
         else:
             steps.note(f"{plat}: bundle from the new worktree ({' '.join(ident.bundle.get('args', []))}); a long build")
+            live = Progress(1, steps.out)
+            live.start("bundle", plat)
+
+            def echo(text: str) -> None:  # cargo's lines on the live line only; the bundle's own notes as lines
+                if text.lstrip().startswith(("Compiling", "Downloaded", "Downloading", "Fresh", "Checking", "Building",
+                                             "Running", "Finished", "Updating", "Locking", "warning")):
+                    live.tick(text)
+                else:
+                    live.note(text)
             try:
                 up.prepare_gpu(Layout(folder.new), folder, plat, only, state["base"], ident.bundle.get("args", []),
-                               echo=steps.note)
+                               echo=echo)
                 entry["built"] = up.now_iso()
                 entry["bytes"] = sum(p.stat().st_size for p in folder.gpu.rglob("*") if p.is_file())
             except (Exception, SystemExit) as e:  # noqa: BLE001 -- the report says why; the rest stands
                 entry["error"] = f"{type(e).__name__}: {e}".splitlines()[0][:600]
+            live.line(f"bundle for {plat}", "failed" if entry.get("error") else "ok", entry.get("error", ""))
         out[plat] = entry
     return out
 

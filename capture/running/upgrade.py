@@ -555,12 +555,16 @@ def own_platform(layout: Layout, platform: Platform) -> bool:
 def scratch_platform(layout: Layout, platform: Platform) -> Platform:
     """This host under a platform key of its own, which the book does not have: its runs never mix with a
     platform's fragments (and take the default drift, as a new machine does)."""
-    here = fingerprint.of_machine(machine_record(platform))
-    key = fingerprint.suggest_key(here)
-    taken = set(Store(layout.fragments).platforms())
-    if key in taken or key == platform.key:
+    key = fingerprint.suggest_key(fingerprint.of_machine(machine_record(platform)))
+    if key in committed_platforms(layout) | {platform.key}:  # the book has a platform of that name: go beside it
         key = f"{key[:70]}-upgrade"
     return replace(platform, key=check_platform_key(key))
+
+
+def committed_platforms(layout: Layout) -> set[str]:
+    """The platform folders git holds in the checkout (not those an upgrade's own runs added)."""
+    out = git(layout.root, "ls-tree", "--name-only", "HEAD", "docs/_fragments/", check=False)
+    return {line.rsplit("/", 1)[-1] for line in out.splitlines() if line.strip()}
 
 
 def capture_side(layout: Layout, platform: Platform, keys: list[str], python: str, out=sys.stderr):

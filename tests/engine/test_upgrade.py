@@ -222,6 +222,10 @@ def test_bump_on_another_host_runs_both_pins_here_and_is_not_adopted(tmp_path, c
     assert Store(Layout(folder.new).fragments).read(host["scratch"], "deps@cpu").text.startswith("tinydep says two")
     assert cmd.main(["--adopt", "tinydep-0.2.0"], layout) == 1
     assert committed(layout) == ""
+    # the same command again goes on: same key, nothing captured again, the same report
+    again, log = upgrade(layout, "0.2.0")
+    assert again["host"]["scratch"] == host["scratch"] and "[  1/" not in log
+    assert [v["where"] for v in again["comparisons"][0]["verdicts"]] == [v["where"] for v in c["verdicts"]]
 
 
 @pytest.mark.slow  # builds a tiny crate
