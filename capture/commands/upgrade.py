@@ -29,7 +29,7 @@ from pathlib import Path
 
 from capture.evidence.book import Book
 from capture.evidence.fmt import fmt_value
-from capture.evidence.query import Value
+from capture.evidence.query import Value, parse_refs
 from capture.machines import fingerprint
 from capture.machines.platform import Platform, detect, machine_record
 from capture.plan import manifest as manifestmod
@@ -278,6 +278,7 @@ def make_report(layout: Layout, folder: up.Folder, state: dict) -> dict:
     report["locks"] = up.lock_changes(base.root, new.root)
     old_book, new_book = Book(base.root), Book(new.root)
     package = bumps[0].package if bumps else ""
+    bumped = {framework_of(b.package) for b in bumps}
     keys = sorted(state.get("targets", {}))
     old_v = ", ".join(f"{b['package']} {b['old']}" for b in report["bumps"])
     new_v = ", ".join(f"{b['package']} {b['version']}" for b in report["bumps"])
@@ -294,6 +295,7 @@ def make_report(layout: Layout, folder: up.Folder, state: dict) -> dict:
                                  changes.Side(new_book, plat, f"{new_v} (re-captured)"),
                                  recaptured, plat, package, base.root, plat)
         how_zh = "在平台自己的机器上重新捕获" + ("（就是这台主机）" if "this host" in how else "（从那台机器带回来的）")
+        mark_controls(result, new_book.manifest, bumped)
         result["sentences"] = changes.sentences(result, new.root / "docs")
         report["comparisons"].append({"platform": plat, "how": how, "how_zh": how_zh, "book": True, **result})
     if host.get("scratch") and host["scratch"] in new_book.platforms():
@@ -304,6 +306,7 @@ def make_report(layout: Layout, folder: up.Folder, state: dict) -> dict:
                                  [k for k in keys if new_book.fragment(k2, FragmentKey.parse(k)) is not None
                                   or old_book.fragment(k2, FragmentKey.parse(k)) is not None],
                                  stand_in, package, base.root if stand_in != k2 else None, stand_in)
+        mark_controls(result, new_book.manifest, bumped)
         result["sentences"] = changes.sentences(result, new.root / "docs")
         report["comparisons"].append({"platform": k2, "how": f"this host, both pins (stands in for {stand_in})",
                                       "how_zh": f"这台主机上新旧固定版本各跑一遍（代替 `{stand_in}`，不进书）",
@@ -340,6 +343,39 @@ def make_report(layout: Layout, folder: up.Folder, state: dict) -> dict:
     report["blockers"] = blockers(report)
     report["adoptable"] = not report["blockers"]
     return report
+
+
+def framework_of(package: str) -> str:
+    """The book's framework a pinned package belongs to ("" for one that belongs to none of them)."""
+    if package.startswith("candle"):
+        return "candle"
+    if package.startswith(("burn", "cubecl", "cubek")):
+        return "burn"
+    return "torch" if package == "torch" else ""
+
+
+def mark_controls(result: dict, manifest, bumped: set[str]) -> None:
+    """Mark what the comparison says of experiments on a framework the upgrade did not change (only the lock moved
+    under them): their changes are the noise between the two sides, the yardstick for the rest."""
+    if not bumped or "" in bumped:
+        return
+    def control(key: str) -> bool:
+        try:
+            return manifest.get(FragmentKey.parse(key).exp).framework not in bumped
+        except (ValueError, manifestmod.ManifestError):
+            return False
+    for f in result["figures"]:
+        f["control"] = control(f["key"])
+    for o in result["outputs"]:
+        o["control"] = control(o["key"])
+    for v in result["verdicts"]:
+        keys = {r.key for r in parse_refs(v["expr"])[1]}
+        v["control"] = bool(keys) and all(control(k) for k in keys)
+    for n in result["numbers"]:
+        text = n["text"].partition("|")[0] if n["role"] == "num" else n["text"].partition(":")[0]
+        keys = {r.key for r in parse_refs(text)[1]} if n["role"] == "num" else {text.strip()}
+        n["control"] = bool(keys) and all(control(k) for k in keys)
+    result["controls"] = sorted({k for k in result["fragments"] if control(k)})
 
 
 def _matches(book: Book, plat: str, fk: FragmentKey) -> bool:
@@ -428,15 +464,21 @@ def summary(report: dict) -> str:
         for e in (b.get("errors") or [])[:5]:
             lines.append(f"    {e['file']}:{e['line']}: {('[' + e['code'] + '] ') if e['code'] else ''}{e['message'][:120]}")
     for c in report.get("comparisons", []):
-        beyond = [f for f in c["figures"] if f["beyond"]]
+        beyond = [f for f in c["figures"] if f["beyond"] and not f.get("control")]
         lines.append(f"  {c['platform']} ({c['how']}): {len(c['verdicts'])} verdicts changed, {len(c['numbers'])} numbers, "
                      f"{len(beyond)} of {len(c['figures'])} figures beyond their drift, {len(c['outputs'])} outputs "
                      "changed shape")
+        if c.get("controls"):
+            cb = [f for f in c["figures"] if f["beyond"] and f.get("control")]
+            cv = [v for v in c["verdicts"] if v.get("control")]
+            lines.append(f"    controls (experiments whose framework the upgrade did not change; only the lock moved): "
+                         f"{len(cb)} of {sum(1 for f in c['figures'] if f.get('control'))} figures beyond their drift, "
+                         f"{len(cv)} verdicts changed: the noise between the two sides")
         for k, f in c["fragments"].items():
             if f.get("failed"):
                 lines.append(f"    fails with the new pins: {k}: {f['failed'][:160]}")
         for v in c["verdicts"][:10]:
-            lines.append(f"    verdict {v['where']}: {v['old']} -> {v['new']}")
+            lines.append(f"    verdict {v['where']}: {v['old']} -> {v['new']}{' (control)' if v.get('control') else ''}")
         for f in sorted(beyond, key=lambda f: -abs(math.log(f["ratio"])))[:6]:
             lines.append(f"    figure {f['figure']}: x{f['ratio']:.3g} (moved x{f['move']:.3g} beyond its repeats, "
                          f"drift x{f['drift']:.3g})")
@@ -627,7 +669,8 @@ def _comparison(c: dict) -> list[str]:
         out.append("| 位置 | 之前 | 之后 | 表达式 |")
         out.append("| --- | --- | --- | --- |")
         for v in c["verdicts"]:
-            out.append(f"| {tcode(v['page'] + ':' + str(v['line']) + v['where'][len(v['where'].split(' ')[0]):])} | "
+            mark = "（对照）" if v.get("control") else ""
+            out.append(f"| {tcode(v['page'] + ':' + str(v['line']) + v['where'][len(v['where'].split(' ')[0]):])}{mark} | "
                        f"{_answer_zh(v['old'])} | {_answer_zh(v['new'])} | {tcode(v['expr'])} |")
     out.append("")
     was = {x["where"] for x in c["claims_failing"]["old"]}
@@ -669,6 +712,13 @@ def _comparison(c: dict) -> list[str]:
     beyond = [f for f in figs if f["beyond"]]
     out.append("### 计时")
     out.append("")
+    if c.get("controls"):
+        cf = [f for f in figs if f.get("control")]
+        out.append(f"**对照。** {len(c['controls'])} 个片段的实验用的框架这次没有升级，两边只有锁文件不同（标着「对照」）："
+                   f"它们的 {len(cf)} 个计时数里有 {sum(1 for f in cf if f['beyond'])} 个超出了漂移，"
+                   f"{sum(1 for v in c['verdicts'] if v.get('control'))} 个是非变了。这就是两边之间的噪声，"
+                   "读其余的变化时拿它作尺子。")
+        out.append("")
     out.append(f"{len(figs)} 个计时数，{len(beyond)} 个挪动超出了它的漂移（超出重复范围的挪动，按 `drift.move` 量，"
                "大于它自己的或它这一类的漂移）。")
     out.append("")
@@ -676,7 +726,7 @@ def _comparison(c: dict) -> list[str]:
         out.append("| 数 | 之前（中位数） | 之后 | 之后 ÷ 之前 | 超出重复的挪动 | 漂移 | 历史（平台自己的机器上，按版本） |")
         out.append("| --- | --- | --- | --- | --- | --- | --- |")
         for f in sorted(beyond, key=lambda f: -abs(math.log(f["ratio"]))):
-            out.append(f"| {tcode(f['figure'])} | {_secs(statistics.median(f['old']), f['unit'])} | "
+            out.append(f"| {tcode(f['figure'])}{'（对照）' if f.get('control') else ''} | {_secs(statistics.median(f['old']), f['unit'])} | "
                        f"{_secs(statistics.median(f['new']), f['unit'])} | ×{f['ratio']:.3g} | ×{f['move']:.3g} | "
                        f"×{f['drift']:.3g}{'（它自己的）' if f['own_drift'] else ''} | {cell(_history(f))} |")
         out.append("")

@@ -95,3 +95,26 @@ def test_pre_releases_are_reported_never_adopted():
     report = {"bumps": [{"package": "burn", "version": "0.23.0-pre.1"}], "build": {"ok": True}, "comparisons": [],
               "targets": {}}
     assert cmd.blockers(report) == ["burn 0.23.0-pre.1 is a pre-release: the book reports on it and does not adopt it"]
+
+
+def test_experiments_on_a_framework_the_upgrade_left_alone_are_its_controls():
+    class Exp:
+        def __init__(self, framework):
+            self.framework = framework
+
+    class Manifest:
+        def get(self, exp):
+            return Exp({"candle-x": "candle", "burn-y": "burn"}[exp])
+
+    result = {"fragments": {"candle-x@cpu": {}, "burn-y@cpu": {}},
+              "figures": [{"key": "candle-x@cpu", "beyond": True}, {"key": "burn-y@cpu", "beyond": True}],
+              "outputs": [{"key": "burn-y@cpu"}],
+              "verdicts": [{"expr": "median(burn-y@cpu:t) < 1"}, {"expr": "candle-x@cpu:t < burn-y@cpu:t"}],
+              "numbers": [{"role": "num", "text": "median(burn-y@cpu:t) | ratio"}, {"role": "meta", "text": "candle-x@cpu:device"}]}
+    assert cmd.framework_of("candle-core") == "candle" and cmd.framework_of("cubecl") == "burn"
+    assert cmd.framework_of("torch") == "torch" and cmd.framework_of("tinydep") == ""
+    cmd.mark_controls(result, Manifest(), {"candle"})
+    assert [f["control"] for f in result["figures"]] == [False, True] and result["outputs"][0]["control"]
+    assert [v["control"] for v in result["verdicts"]] == [True, False]
+    assert [n["control"] for n in result["numbers"]] == [True, False]
+    assert result["controls"] == ["burn-y@cpu"]
