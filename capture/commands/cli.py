@@ -327,6 +327,8 @@ def upgrade_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--python", help="interpreter for the old side's Python snippets (default: this one)")
     p.add_argument("--new-python", help="interpreter with the new Python packages (default: synced from the new uv.lock)")
     p.add_argument("--no-bundle", action="store_true", help="do not build the GPU machine's bundle (a long build)")
+    p.add_argument("--check-gpu", action="store_true",
+                   help="cargo check the NVIDIA platform's GPU feature sets with the new pins (code behind cfg(feature))")
     p.add_argument("--again", action="store_true", help="build and capture again (the worktrees and pins are kept)")
     p.add_argument("--page", help="where the report page goes (default docs/dev/upgrades/<name>.md)")
     p.add_argument("--report", metavar="NAME", help="write the report of an upgrade again from its worktrees")

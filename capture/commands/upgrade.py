@@ -73,7 +73,7 @@ def _env_target(path: Path):
 
 def start(layout: Layout, bumps: list[up.Bump], platform: Platform, only: list[str] | None = None,
           python: str | None = None, new_python: str | None = None, bundle: bool = True, again: bool = False,
-          page: Path | None = None, out=sys.stderr) -> dict:
+          page: Path | None = None, out=sys.stderr, check_gpu: bool = False) -> dict:
     """Run an upgrade end to end (see the module doc); returns the report (also written to report.json and the page)."""
     name = up.upgrade_name(bumps)
     folder = up.folder(layout, name)
@@ -149,6 +149,15 @@ def start(layout: Layout, bumps: list[up.Bump], platform: Platform, only: list[s
                       "" if report.ok else f"{len(report.errors)} errors; left out: {', '.join(report.dropped) or 'none'}",
                       report.seconds)
         state["build"] = report.to_json()
+        folder.save(state)
+    if check_gpu and rust and "gpu_check" not in state:
+        with _env_target(Path(str(target) + "-gpu")):
+            live = Progress(1, out)
+            live.start("cargo check", "GPU features")
+            checked = up.gpu_check(new, folder.logs / "cargo-check-gpu.log", echo=live.tick, note=steps.note)
+            live.line("cargo check (GPU features, new pins)", "ok" if checked.ok else "failed",
+                      "" if checked.ok else f"{len(checked.errors)} errors", checked.seconds)
+        state["gpu_check"] = checked.to_json()
         folder.save(state)
     build = up.BuildReport.from_json(state.get("build", {}))
     unbuilt = {e.id for e in manifestmod.load(new.manifest).experiments
@@ -265,6 +274,7 @@ def make_report(layout: Layout, folder: up.Folder, state: dict) -> dict:
         "locks": {},
         "targets": state.get("targets", {}),
         "build": state.get("build", {"ok": True}),
+        "gpu_check": state.get("gpu_check"),
         "captured": {s: state.get(f"captured_{s}", {}) for s in ("base", "new")},
         "comparisons": [],
         "pending": {},
@@ -409,6 +419,9 @@ def blockers(report: dict) -> list[str]:
     b = report.get("build") or {}
     if not b.get("ok", True):
         out.append("some experiments no longer build: " + ", ".join(b.get("failed") or ["(see the build log)"]))
+    g = report.get("gpu_check") or {}
+    if not g.get("ok", True):
+        out.append("the GPU feature sets do not compile: " + ", ".join(g.get("failed") or ["(see the check log)"]))
     if report.get("pending"):
         out.append("fragments the new pins make stale are not captured again on their machines: " + "; ".join(
             f"{p} ({len(v['keys'])})" for p, v in report["pending"].items()))
@@ -463,6 +476,12 @@ def summary(report: dict) -> str:
                      f"{len(b.get('errors') or [])} compiler errors, e.g.:")
         for e in (b.get("errors") or [])[:5]:
             lines.append(f"    {e['file']}:{e['line']}: {('[' + e['code'] + '] ') if e['code'] else ''}{e['message'][:120]}")
+    g = report.get("gpu_check")
+    if g:
+        lines.append("  GPU feature sets (cargo check): " + ("compile" if g.get("ok") else
+                     f"do not compile ({', '.join(g.get('failed') or ['?'])}), e.g.:"))
+        for e in (g.get("errors") or [])[:5]:
+            lines.append(f"    {e['file'] or '-'}:{e['line']}: {('[' + e['code'] + '] ') if e['code'] else ''}{e['message'][:160]}")
     for c in report.get("comparisons", []):
         beyond = [f for f in c["figures"] if f["beyond"] and not f.get("control")]
         lines.append(f"  {c['platform']} ({c['how']}): {len(c['verdicts'])} verdicts changed, {len(c['numbers'])} numbers, "
@@ -632,6 +651,22 @@ def render_page(report: dict) -> str:
             out.append(f"| {tcode(where)} | {tcode((e['code'] + ': ' if e['code'] else '') + e['message'])} |")
     out.append("")
 
+    g = report.get("gpu_check")
+    if g:
+        out.append("### GPU 的代码路径")
+        out.append("")
+        out.append("NVIDIA 平台的预构建包打开的 feature（每个框架一步，和 `bundle` 一样）在这里用 `cargo check` 检查了一遍，"
+                   "只在这些 feature 下编译的代码（`cfg(feature = \"cuda\")`、burn 的 Vulkan 变体）也对着新的固定版本做了类型检查："
+                   + ("都能编译。" if g.get("ok") else f"编译不过的：{cell(', '.join(g.get('failed') or ['?']))}。"))
+        out.append(f"命令：{code(g.get('command', ''))}；日志：`{g.get('log', '')}`。")
+        out.append("")
+        if g.get("errors"):
+            out.append("| 位置 | 错误 |")
+            out.append("| --- | --- |")
+            for e in g["errors"]:
+                where = f"{e['file']}:{e['line']}" if e["file"] else "—"
+                out.append(f"| {tcode(where)} | {tcode((e['code'] + ': ' if e['code'] else '') + e['message'])} |")
+            out.append("")
     targets = report.get("targets") or {}
     out.append("## 受影响的实验")
     out.append("")
@@ -826,7 +861,7 @@ def run(args, layout: Layout) -> int:
         bumps = up.parse_bumps(args.spec)
         platform = detect()
         start(layout, bumps, platform, args.only, args.python, args.new_python, bundle=not args.no_bundle,
-              again=args.again, page=page)
+              again=args.again, page=page, check_gpu=args.check_gpu)
         return 0
     except up.UpgradeError as e:
         print(f"error: {e}", file=sys.stderr)

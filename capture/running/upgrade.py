@@ -539,6 +539,70 @@ def build(layout: Layout, platform: Platform, log: Path, echo=None, note=None) -
     return report
 
 
+def gpu_check(layout: Layout, log: Path, echo=None, note=None) -> BuildReport:
+    """`cargo check` of the feature sets an NVIDIA platform's bundle builds (one step per framework, as
+    capture/toolchains/build.py cargo_steps does), so the code behind them (`cfg(feature = "cuda")`, burn's Vulkan
+    variant) is type-checked against the new pins here, without building a bundle. candle's CUDA kernels need nvcc at
+    build time: from the CUDA kit when it is installed (capture/toolchains/cudakit.py), else candle is checked without."""
+    import time
+
+    from capture.machines.roles import candle_cuda_buildable, nvidia_build
+    from capture.toolchains import cudakit, llvmkit, wheelkit
+
+    manifest = manifestmod.load(layout.manifest)
+    crates = {e.build_crate: e.framework for e in manifest.experiments if e.build_crate}
+    env = dict(os.environ)
+    if not candle_cuda_buildable():
+        kit = cudakit.default_home()
+        if (kit / "bin" / "nvcc").is_file():  # installed already (a bundle was built here): never downloaded for a check
+            env.update(cudakit.build_env(kit))
+        elif note:
+            note(f"candle's CUDA path is not checked: no nvcc here and no CUDA kit at {kit} "
+                 "(python -m capture bundle --candle-cuda installs one)")
+    saved = os.environ.copy()
+    os.environ.update(env)
+    try:
+        plan = nvidia_build(crates, layout.crates, candle_cuda_buildable())
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    report = BuildReport()
+    t = time.perf_counter()
+    log.parent.mkdir(parents=True, exist_ok=True)
+    commands = []
+    with open(log, "w", encoding="utf-8") as out:
+        for step in buildmod.cargo_steps(layout, plan.features):
+            cmd = ["cargo", "check", *step.cmd[2:]]
+            commands.append(" ".join(cmd))
+            try:
+                kit = llvmkit.build_env(layout, list(step.features), log=note or print)
+            except wheelkit.KitError as e:
+                report.ok = False
+                report.errors.append(CompileError(",".join(step.packages), "", 0, 0, "", f"{' '.join(cmd)}: {e}"))
+                continue
+            out.write(f"$ {' '.join(cmd)}\n")
+            out.flush()
+            proc = subprocess.Popen(cmd, cwd=layout.crates, env={**env, **kit}, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, text=True, errors="replace")
+            text = []
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                out.write(line)
+                text.append(line)
+                if echo:
+                    echo(line.rstrip())
+            if proc.wait() != 0:
+                report.ok = False
+                errors, failed = parse_cargo_errors("".join(text), layout.crates)
+                report.errors += errors or [CompileError(",".join(step.packages), "", 0, 0, "",
+                                                         _tail("".join(text), 3).replace("\n", " "))]
+                report.failed += [f for f in failed if f not in report.failed]
+    report.command = " ; ".join(f"(cd crates && {c})" for c in commands)
+    report.log = str(log)
+    report.seconds = time.perf_counter() - t
+    return report
+
+
 # -- capturing -------------------------------------------------------------------------------------
 
 def own_platform(layout: Layout, platform: Platform) -> bool:

@@ -310,3 +310,24 @@ def test_the_gpu_run_script_is_valid_bash():
                                 only="a b", pins="crates/Cargo.lock")
     assert subprocess.run(["bash", "-n"], input=text, text=True).returncode == 0
     assert 'args=(--only a b --force)' in text and "fragments.tar.gz" in text
+
+
+@pytest.mark.slow  # checks a tiny crate
+def test_the_gpu_feature_sets_are_type_checked_with_the_new_pins(tmp_path, cargo_target, monkeypatch):
+    """Code behind a GPU feature (cfg(feature = "cuda")) is not in the CPU build: --check-gpu finds what breaks there."""
+    monkeypatch.setenv("CARGO_TARGET_DIR", str(cargo_target))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # no CUDA kit: candle's CUDA path is not checked
+    layout = upgrade_book(tmp_path / "book")
+    main = layout.root / "crates/tiny/src/main.rs"
+    main.write_text(main.read_text() + '\n#[cfg(feature = "cuda")]\npub fn on_gpu() -> &\'static str { tinydep::message() }\n')
+    write(layout.root / "crates/tiny/Cargo.toml", '[package]\nname = "tiny"\nversion = "0.1.0"\nedition = "2021"\n\n'
+          '[dependencies]\ntinydep.workspace = true\n\n[features]\ncuda = []\nvulkan = []\n')
+    subprocess.run(["cargo", "update", "--workspace", "--offline"], cwd=layout.root / "crates", check=True, capture_output=True)
+    git(layout.root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "tiny has a CUDA path")
+    out = io.StringIO()
+    report = cmd.start(layout, [up.Bump("tinydep", "0.3.0")], CPU, bundle=False, out=out, check_gpu=True)
+    g = report["gpu_check"]
+    assert g["ok"] is False and "tiny" in g["failed"], out.getvalue()
+    assert any(e["file"] == "crates/tiny/src/main.rs" and "message" in e["message"] for e in g["errors"])
+    assert "GPU feature sets (cargo check): do not compile" in out.getvalue()
+    assert any("GPU feature sets do not compile" in b for b in report["blockers"])

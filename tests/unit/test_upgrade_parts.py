@@ -74,8 +74,8 @@ def test_inline_code_holds_backticks_and_pipes():
 def test_the_command_line_knows_upgrade():
     p = cli.argparse.ArgumentParser()
     cli.upgrade_arguments(p)
-    args = p.parse_args(["candle-core", "0.11.1", "--no-bundle", "--only", "candle-errors"])
-    assert args.spec == ["candle-core", "0.11.1"] and args.no_bundle and args.only == ["candle-errors"]
+    args = p.parse_args(["candle-core", "0.11.1", "--no-bundle", "--check-gpu", "--only", "candle-errors"])
+    assert args.spec == ["candle-core", "0.11.1"] and args.no_bundle and args.check_gpu and args.only == ["candle-errors"]
     args = p.parse_args(["--import", "candle-core-0.11.1", "fragments.tar.gz"])
     assert args.import_ == ["candle-core-0.11.1", "fragments.tar.gz"]
 
