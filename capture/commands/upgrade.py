@@ -758,12 +758,17 @@ def _comparison(c: dict) -> list[str]:
                "大于它自己的或它这一类的漂移）。")
     out.append("")
     if beyond:
-        out.append("| 数 | 之前（中位数） | 之后 | 之后 ÷ 之前 | 超出重复的挪动 | 漂移 | 历史（平台自己的机器上，按版本） |")
-        out.append("| --- | --- | --- | --- | --- | --- | --- |")
+        # the record's name first and alone: a whole figure label is wider than a phone, and a first column wider
+        # than the screen cannot stay in view while the table scrolls (tests/site/test_reader.py)
+        out.append("| 记录 | 之前（中位数） | 之后 | 之后 ÷ 之前 | 超出重复的挪动 | 漂移 | 实验和标签 | 历史（平台自己的机器上，按版本） |")
+        out.append("| --- | --- | --- | --- | --- | --- | --- | --- |")
         for f in sorted(beyond, key=lambda f: -abs(math.log(f["ratio"]))):
-            out.append(f"| {tcode(f['figure'])}{'（对照）' if f.get('control') else ''} | {_secs(statistics.median(f['old']), f['unit'])} | "
+            key, _, rest = f["figure"].partition(" ")
+            name, _, tags = rest.partition("{")
+            out.append(f"| {tcode(name)}{'（对照）' if f.get('control') else ''} | {_secs(statistics.median(f['old']), f['unit'])} | "
                        f"{_secs(statistics.median(f['new']), f['unit'])} | ×{f['ratio']:.3g} | ×{f['move']:.3g} | "
-                       f"×{f['drift']:.3g}{'（它自己的）' if f['own_drift'] else ''} | {cell(_history(f))} |")
+                       f"×{f['drift']:.3g}{'（它自己的）' if f['own_drift'] else ''} | "
+                       f"{tcode(key + (' {' + tags if tags else ''))} | {cell(_history(f))} |")
         out.append("")
     within = [f for f in figs if not f["beyond"]]
     if within:

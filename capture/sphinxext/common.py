@@ -63,7 +63,7 @@ def _drift_warning(app, e) -> None:
     if e.line:  # Sphinx prints the location before the message
         logger.warning(f"{e.why}; {e.fix}{tail}", location=f"{e.path}:{e.line}", type="capture", subtype="drift")
     else:
-        logger.warning(f"{e}{tail}", type="capture", subtype="drift")
+        logger.warning(f"{e}{tail}", location=str(e.path), type="capture", subtype="drift")
 
 
 def _drift_table(app, b: Book) -> None:

@@ -177,7 +177,7 @@ def test_bump_on_the_platforms_own_machine_reports_output_claim_figure_then_adop
     assert committed(layout) == ""  # nothing of the book changed
 
     page = (layout.root / "docs/dev/upgrades/tinydep-0.2.0.md").read_text(encoding="utf-8")
-    assert page.startswith("# 升级：tinydep 0.1.0 → 0.2.0") and "可以采纳" in page and "deps@cpu dep.work" in page
+    assert page.startswith("# 升级：tinydep 0.1.0 → 0.2.0") and "可以采纳" in page and "| `dep.work` |" in page and "`deps@cpu`" in page
     assert "upgrade tinydep 0.1.0 -> 0.2.0" in log and "adoptable: python -m capture upgrade --adopt tinydep-0.2.0" in log
 
     assert cmd.main(["--adopt", "tinydep-0.2.0"], layout) == 0
