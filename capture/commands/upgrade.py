@@ -739,7 +739,8 @@ def _comparison(c: dict) -> list[str]:
         out.append("| 位置 | 之前 | 之后 | 引用 |")
         out.append("| --- | --- | --- | --- |")
         for n in c["numbers"]:
-            out.append(f"| {tcode(n['page'] + ':' + str(n['line']))} | {cell(n['old'] or '（没有）')} | "
+            out.append(f"| {tcode(n['page'] + ':' + str(n['line']))}{'（对照）' if n.get('control') else ''} | "
+                       f"{cell(n['old'] or '（没有）')} | "
                        f"{cell(n['new'] or '（没有）')} | {tcode(n['text'])} |")
     out.append("")
 
