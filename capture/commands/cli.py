@@ -336,6 +336,8 @@ def upgrade_arguments(p: argparse.ArgumentParser) -> None:
                    help="take the fragments a platform's machine captured for the upgrade (fragments.tar.gz or a folder)")
     p.add_argument("--adopt", metavar="NAME", help="copy the upgrade's pins and fragments into the book (then commit them)")
     p.add_argument("--drop", metavar="NAME", help="remove an upgrade's worktrees and scratch folder")
+    p.add_argument("--note", metavar="TEXT", help="with --report: add the author's note to the report (e.g. why a machine "
+                                                  "was not reached)")
 
 
 def cmd_upgrade(args, layout: Layout) -> int:

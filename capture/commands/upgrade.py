@@ -279,6 +279,7 @@ def make_report(layout: Layout, folder: up.Folder, state: dict) -> dict:
         "comparisons": [],
         "pending": {},
         "bundle": state.get("bundle", {}),
+        "notes": state.get("notes", []),
     }
     if state.get("pin_error") or not folder.new.is_dir():
         report["blockers"] = [f"the pins could not be changed: {state.get('pin_error') or 'no worktree'}"]
@@ -516,6 +517,8 @@ def summary(report: dict) -> str:
             lines.append(f"  bundle for {plat}: not built ({g['skipped']})")
         elif g.get("built"):
             lines.append(f"  bundle for {plat}: {g['folder']} ({g.get('bytes', 0) / 2**20:.1f} MiB); there: {g['command']}")
+    for note in report.get("notes") or []:
+        lines.append(f"  note: {note}")
     if report.get("adoptable"):
         lines.append(f"  adoptable: python -m capture upgrade --adopt {report['name']}")
     else:
@@ -576,6 +579,9 @@ def render_page(report: dict) -> str:
         for b in report.get("blockers") or []:
             out.append(f"- {cell(b)}")
     out.append("")
+    for note in report.get("notes") or []:
+        out.append(f"> 作者的说明：{cell(note)}")
+        out.append("")
     host = report.get("host") or {}
     out.append("## 在哪里跑的")
     out.append("")
@@ -841,6 +847,9 @@ def run(args, layout: Layout) -> int:
                 print(f"error: no upgrade {name} here (.capture/upgrade/{name}/state.json); start one: "
                       "python -m capture upgrade PACKAGE VERSION", file=sys.stderr)
                 return 2
+            if getattr(args, "note", None):
+                state.setdefault("notes", []).append(f"{up.now_iso()[:10]}: {args.note}")
+                folder.save(state)
             if args.import_:
                 src = Path(args.import_[1]).resolve()
                 if not src.exists():

@@ -226,6 +226,9 @@ def test_bump_on_another_host_runs_both_pins_here_and_is_not_adopted(tmp_path, c
     again, log = upgrade(layout, "0.2.0")
     assert again["host"]["scratch"] == host["scratch"] and "[  1/" not in log
     assert [v["where"] for v in again["comparisons"][0]["verdicts"]] == [v["where"] for v in c["verdicts"]]
+    assert cmd.main(["--report", "tinydep-0.2.0", "--note", "the platform's machine was not reached"], layout) == 0
+    page = (layout.root / "docs/dev/upgrades/tinydep-0.2.0.md").read_text(encoding="utf-8")
+    assert "作者的说明：" in page and "the platform's machine was not reached" in page
 
 
 @pytest.mark.slow  # builds a tiny crate

@@ -76,8 +76,8 @@ def test_the_command_line_knows_upgrade():
     cli.upgrade_arguments(p)
     args = p.parse_args(["candle-core", "0.11.1", "--no-bundle", "--check-gpu", "--only", "candle-errors"])
     assert args.spec == ["candle-core", "0.11.1"] and args.no_bundle and args.check_gpu and args.only == ["candle-errors"]
-    args = p.parse_args(["--import", "candle-core-0.11.1", "fragments.tar.gz"])
-    assert args.import_ == ["candle-core-0.11.1", "fragments.tar.gz"]
+    args = p.parse_args(["--import", "candle-core-0.11.1", "fragments.tar.gz", "--note", "why"])
+    assert args.import_ == ["candle-core-0.11.1", "fragments.tar.gz"] and args.note == "why"
 
 
 def test_a_report_without_a_worktree_says_why_it_cannot_be_adopted():
