@@ -856,7 +856,8 @@ def run(args, layout: Layout) -> int:
                     print(f"error: {src}: no such file or folder", file=sys.stderr)
                     return 2
                 taken = up.import_fragments(Layout(folder.new), folder.base, src,
-                                            echo=lambda s: print(s, file=sys.stderr))
+                                            echo=lambda s: print(s, file=sys.stderr),
+                                            targets=state.get("targets") or {}, since=state.get("started", ""))
                 state.setdefault("imported", {}).update({k: v for k, v in taken.items() if v})
                 folder.save(state)
             report = make_report(layout, folder, state)

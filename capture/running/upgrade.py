@@ -711,10 +711,14 @@ def _differs(a: Path, b: Path) -> bool:
         return a.exists() != b.exists()
 
 
-def import_fragments(layout_new: Layout, base_book_root: Path, source: Path, echo=print) -> dict[str, list[str]]:
+def import_fragments(layout_new: Layout, base_book_root: Path, source: Path, echo=print,
+                     targets: dict[str, str] | None = None, since: str = "") -> dict[str, list[str]]:
     """Fragments captured elsewhere (the GPU machine's fragments.tar.gz, or a folder of platform folders) into the
-    new worktree: only a book platform's, only from its own machine (platform.json's fingerprint), only those
-    fresh against the new worktree's inputs. Returns platform -> keys taken."""
+    new worktree: only a book platform's, only from its own machine (platform.json's fingerprint), only the
+    upgrade's own captures: an experiment role the upgrade touches (`targets`), fresh against the new worktree's
+    inputs, and, for one whose inputs the pins do not change (it reads the pinned sources), captured after the upgrade
+    began (`since`). The archive carries the whole fragment store of the checkout it ran in: the rest of it is the
+    book's own fragments, which an import must not take for the upgrade's. Returns platform -> keys taken."""
     import tempfile
 
     from capture.evidence.book import Book
@@ -740,9 +744,14 @@ def import_fragments(layout_new: Layout, base_book_root: Path, source: Path, ech
             want = identitymod.read(Layout(base_book_root).fragments, plat)
             keys = []
             for key in theirs.keys(plat):
+                if targets is not None and key not in targets:
+                    continue  # not touched by the pins: the checkout's own fragment, whatever its hash
                 frag = theirs.read(plat, key)
                 if frag is None or frag.corrupt or frag.torn:
                     continue
+                if targets is not None and not targets[key].startswith("inputs changed") and \
+                        str(frag.meta.get("started") or "") < since:
+                    continue  # its inputs do not show the pins: only a capture made since the upgrade began counts
                 host = fingerprint.of_fragment(frag.meta)
                 if want is not None and want.fingerprint is not None and not fingerprint.same(host, want.host):
                     echo(f"  {plat}/{key}: captured on {fingerprint.describe(host)}, not on the platform's machine; left out")

@@ -40,6 +40,11 @@ id = "deps"
 framework = "candle"
 crate = "withdep"
 args = ["{device}"]
+
+[[experiment]]
+id = "sleeper"
+script = "snippets/sleeper.py"
+args = ["slow", "0"]
 '''
 
 DEPS_MAIN = '''\
@@ -126,7 +131,7 @@ def upgrade_book(root: Path, claim_where: str = "all") -> Layout:
     write(root / "docs/index.md", PAGE.replace("WHERE", claim_where))
     write(root / ".gitignore", "/.capture/\n/docs/_fragments/.lock\n")
     outcomes, log = run(layout)
-    assert {k: o.status for k, o in outcomes.items()} == {"tiny@cpu": "ok", "deps@cpu": "ok"}, log
+    assert {k: o.status for k, o in outcomes.items()} == {"tiny@cpu": "ok", "deps@cpu": "ok", "sleeper@cpu": "ok"}, log
     git(root, "init", "-q")
     git(root, "-c", "user.name=t", "-c", "user.email=t@t", "add", "-A")
     git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "book")
@@ -290,12 +295,17 @@ def test_fragments_from_the_platforms_machine_are_imported_then_the_upgrade_is_a
     Store(there).write("linux-x86_64-cpu", "tiny@cpu", stranger.text,
                        {**stranger.meta, "host": {**theirs_host, "cpu": "Stranger"}, "platform": "linux-x86_64-cpu"})
     identitymod.write(there, replace(ident, fingerprint=theirs_host))
+    # the archive carries the whole store of the checkout it ran in: a fragment the pins do not touch is the book's
+    # own (here one of an experiment the upgrade was not about, fresh with both pins), never taken as the upgrade's
+    book_own = Store(layout.fragments).read("linux-x86_64-cpu", "sleeper@cpu")
+    Store(there).write("linux-x86_64-cpu", "sleeper@cpu", book_own.text, {**book_own.meta, "started": "2099-01-01T00:00:00+00:00"})
     with tarfile.open(tmp_path / "fragments.tar.gz", "w:gz") as t:
         t.add(there, arcname=".")
 
     assert cmd.main(["--import", "tinydep-0.2.0", str(tmp_path / "fragments.tar.gz")], layout) == 0
     report = json.loads(folder.report_file.read_text(encoding="utf-8"))
     assert report["pending"]["linux-x86_64-cpu"]["keys"] == ["tiny@cpu"]  # the stranger's was not taken
+    assert Store(Layout(folder.new).fragments).read("linux-x86_64-cpu", "sleeper@cpu").meta["started"] != "2099-01-01T00:00:00+00:00"
     imported = [c for c in report["comparisons"] if c["platform"] == "linux-x86_64-cpu"]
     assert imported and "imported" in imported[0]["how"] and [v["new"] for v in imported[0]["verdicts"]] == ["no"]
     assert cmd.main(["--adopt", "tinydep-0.2.0"], layout) == 1
