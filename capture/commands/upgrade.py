@@ -427,15 +427,15 @@ def blockers(report: dict) -> list[str]:
         out.append("fragments the new pins make stale are not captured again on their machines: " + "; ".join(
             f"{p} ({len(v['keys'])})" for p, v in report["pending"].items()))
     for c in report.get("comparisons", []):
-        if not c.get("book"):
-            continue
-        failed = [k for k, v in c["fragments"].items() if v.get("failed")]
+        # this host's two runs are no book platform's, but what fails there would fail on the book's machine too
+        where = c["platform"] if c.get("book") else f"on this host (standing in for {c['drift_platform']})"
+        failed = [f"{k} ({v['failed'][:60]})" for k, v in c["fragments"].items() if v.get("failed")]
         if failed:
-            out.append(f"{c['platform']}: runs failed with the new pins: {', '.join(failed[:8])}")
+            out.append(f"{where}: runs fail with the new pins: {', '.join(failed[:8])}")
         was = {x["where"] for x in c["claims_failing"]["old"]}
         now = [x for x in c["claims_failing"]["new"] if x["where"] not in was]
         if now:
-            out.append(f"{c['platform']}: claims the pages expect to hold fail with the new pins: "
+            out.append(f"{where}: claims the pages expect to hold fail with the new pins: "
                        + "; ".join(f"{x['where']} ({x['why'][:80]})" for x in now[:6]))
     if not any(c.get("book") for c in report.get("comparisons", [])) and report.get("targets"):
         out.append("no platform of the book was captured again: this host is not the machine of any of them")
