@@ -107,6 +107,7 @@ class Value:
     agg: str = ""
     scale: float | None = 1.0
     whole: bool = False
+    parts: tuple = ()  # for a sum of whole figures: each one's verdict.Side, so the history can follow the sum
 
     @property
     def spread(self) -> tuple[float, float]:
@@ -491,10 +492,14 @@ class _Ctx:
                 scale = one.scale * (bv.v if one is av else av.v)
             elif isinstance(op, ast.Div) and one is av:
                 scale = one.scale / bv.v
+        parts = ()
+        if isinstance(op, ast.Add) and av.drift and bv.drift:  # a sum of whole figures: the history sums them too
+            la, lb = _parts(av), _parts(bv)
+            parts = la + lb if la and lb else ()
         return Value(v, unit, _srcs(av, bv), lo if drift else None, hi if drift else None, drift,
                      label=av.label if not bv.label else bv.label if not av.label else "",
                      kind=one.kind if one else "", figure=one.figure if one else "", proc=one.proc if one else (),
-                     agg=one.agg if one else "", scale=scale, whole=bool(one and one.whole))
+                     agg=one.agg if one else "", scale=scale, whole=bool(one and one.whole), parts=parts)
 
     @staticmethod
     def text_of(a: Value, b: Value) -> str:
@@ -558,7 +563,9 @@ class _Ctx:
                              f"{av.v!r} and {bv.v!r} are not numbers; words are compared with == or !=")
         judged = None
         if numeric and av.drift and bv.drift and name not in ("eq", "ne"):
-            judged = verdict.with_history(name, res, av.spread, bv.spread, self.drift.earlier(_side(av), _side(bv)))
+            judged = verdict.with_history(name, res, av.spread, bv.spread, self.drift.earlier(_parts(av) or _side(av),
+                                                                                             _parts(bv) or _side(bv)),
+                                          (float(av.v), float(bv.v)))
         drift_said, res = res, (judged.value if judged is not None else res)
         why = f"{self._side(lnode, av)} {verdict.SYMBOLS[name]} {self._side(rnode, bv)}: {verdict.word(res)}"
         repeats = same = None
@@ -612,7 +619,15 @@ REPEATS_SAY = "the repeats alone say"  # they agree: only the drift keeps it ope
 REPEATS_OVERLAP = "the repeats themselves overlap"
 # an undecided order whose gap the data bound (verdict.about_same), read back by reader.py and share.py
 ABOUT_SAME = "about the same: their ratio, widened the same way, stays within"
-HISTORY_BOUND = "about the same: in every capture in one sitting their ratio stayed within"
+HISTORY_BOUND = "about the same: over the captures in one sitting, their ratio (and the next one's, predicted) stays within"
+
+
+def _parts(v: Value) -> tuple[verdict.Side, ...]:
+    """A value as whole figures the history can follow: the parts of a sum, or the one figure it is; () if neither."""
+    if v.parts:
+        return v.parts
+    side = _side(v)
+    return (side,) if side.figure else ()
 
 
 def _side(v: Value) -> verdict.Side:
@@ -632,7 +647,7 @@ def _history_why(j: verdict.Judged) -> str:
         return f" [{HISTORY_AGAINST} {when} ordered them the other way: cannot tell]"
     if j.value is None and j.captures:  # some agreed, not enough of them, or not far enough apart to decide
         gap = f", the closest x{j.gap:.4g}" if j.gap else ""
-        return f" [history: {j.captures} captures in one sitting agreed{gap}: too few or too close to decide]"
+        return f" [history: {j.captures} captures in one sitting agreed{gap}: too few or too scattered to predict the next]"
     if j.value is None or not j.captures:
         return ""
     how = "decided by the history" if j.by_history else "history"

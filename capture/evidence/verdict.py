@@ -104,22 +104,35 @@ class PlatformDrift:
                              for label, entries in (table.get("figures") or {}).items()}
         return self._history
 
-    def earlier(self, left: Side, right: Side) -> list[Paired] | None:
+    def earlier(self, left: Side | tuple[Side, ...], right: Side | tuple[Side, ...]) -> list[Paired] | None:
         """The earlier captures of two figures taken in one run (one sitting), before the ones compared now:
-        each side's spread there, aggregated and scaled as now. None when the history cannot speak for them: a side
-        that is not one whole figure, or the two compared now come from different runs (a split pair: `status`
-        names it)."""
-        if not (left.figure and right.figure and left.scale and right.scale and left.key and right.key):
+        each side's spread and value there, aggregated and scaled as now. A side may be a sum of figures (a tuple:
+        each part taken from that run too). None when the history cannot speak for them: a side that is not whole
+        figures, or the figures compared now come from different runs (a split pair: `status` names it)."""
+        lparts = left if isinstance(left, tuple) else (left,)
+        rparts = right if isinstance(right, tuple) else (right,)
+        parts = (*lparts, *rparts)
+        if not parts or not all(p.figure and p.scale and p.key for p in parts):
             return None
-        now = {self.runs.get(left.key), self.runs.get(right.key)}
+        now = {self.runs.get(p.key) for p in parts}
         if len(now) != 1 or None in now:
             return None
         figs = self._figures()
-        cut = (self.starts.get(left.key, ""), self.starts.get(right.key, ""))
-        lcaps = {run: (started, vs) for started, run, vs in figs.get(left.figure, []) if started < cut[0]}
-        rcaps = {run: (started, vs) for started, run, vs in figs.get(right.figure, []) if started < cut[1]}
-        return [Paired(max(lcaps[r][0], rcaps[r][0]), left.spread_of(lcaps[r][1]), right.spread_of(rcaps[r][1]))
-                for r in sorted(lcaps.keys() & rcaps.keys(), key=lambda r: lcaps[r][0])]
+        # each part's captures before the one compared now, by run
+        caps = [{run: (started, vs) for started, run, vs in figs.get(p.figure, [])
+                 if started < self.starts.get(p.key, "")} for p in parts]
+        common = set.intersection(*(set(c) for c in caps))
+
+        def side(ps: tuple[Side, ...], cs: list[dict], r) -> tuple[tuple[float, float], float]:
+            spreads = [p.spread_of(c[r][1]) for p, c in zip(ps, cs)]
+            return (sum(lo for lo, _ in spreads), sum(hi for _, hi in spreads)), \
+                sum(p.center_of(c[r][1]) for p, c in zip(ps, cs))
+
+        out = []
+        for r in sorted(common, key=lambda r: max(c[r][0] for c in caps)):
+            (ls, lc), (rs, rc) = side(lparts, caps[:len(lparts)], r), side(rparts, caps[len(lparts):], r)
+            out.append(Paired(max(c[r][0] for c in caps), ls, rs, (lc, rc)))
+        return out
 
     def kind(self, name: str, tags: dict) -> str:
         return kind(name, tags)
@@ -162,13 +175,34 @@ DEFAULT_DRIFTS = Drifts()
 # measurements the rule cannot order. A bound wider than the last is no answer: that stays cannot tell.
 SAME_WITHIN = (1.1, 1.2, 1.3, 1.5, 2.0)
 
-# Two figures compared from one sitting decide their order from history where the drift cannot: when this many
-# captures in one run each (the one compared now among them) every one put them in the same order by their
-# repeats alone (`with_history`).
+# Two figures compared from one sitting decide their order from history where the drift cannot: from this many
+# captures in one run each (the one compared now among them), by the ratio of the two in each (`with_history`).
 HISTORY_MIN = 3
-# ... and where every one of them kept the two at least this factor apart: two figures a few per cent apart in
-# every capture are about the same to a reader, and the next capture may well order them the other way.
-HISTORY_GAP = SAME_WITHIN[0]
+
+# t quantiles (0.975, two-sided 95 %) by degrees of freedom, for the prediction interval of the next sitting's
+# ratio (`ratio_interval`); beyond the table, the nearest smaller entry (a wider interval).
+_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262, 10: 2.228,
+         12: 2.179, 15: 2.131, 20: 2.086, 30: 2.042, 60: 2.000}
+
+
+def t975(df: int) -> float:
+    return _T975[max(k for k in _T975 if k <= df)]
+
+
+def ratio_interval(centers: list[tuple[float, float]]) -> tuple[float, float] | None:
+    """Where the next sitting's ln(left / right) will lie, from the ratios of the sittings seen (one per capture in
+    one run): mean ± t(n-1) · sd · sqrt(1 + 1/n), the 95 % prediction interval of a normal sample. The sittings
+    are the level where the variance is (Kalibera and Jones 2013): the two sides of one sitting share its machine
+    state, so their ratio moves less than either side, and the spread of that ratio over sittings is measured, not
+    assumed. None with fewer than HISTORY_MIN sittings or a non-positive value."""
+    if len(centers) < HISTORY_MIN or min(min(c) for c in centers) <= 0:
+        return None
+    xs = [math.log(a / b) for a, b in centers]
+    n = len(xs)
+    mean = sum(xs) / n
+    sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
+    half = t975(n - 1) * sd * math.sqrt(1 + 1 / n)
+    return mean - half, mean + half
 
 
 @dataclass(frozen=True)
@@ -179,6 +213,12 @@ class Side:
     key: str
     agg: str
     scale: float
+
+    def center_of(self, repeats: list[float]) -> float:
+        """The value this side had in another capture whose figure had these repeats (as query._aggregate takes it:
+        a median or mean as the median, a min or max as itself)."""
+        v = min(repeats) if self.agg == "min" else max(repeats) if self.agg == "max" else _median(repeats)
+        return v * self.scale
 
     def spread_of(self, repeats: list[float]) -> tuple[float, float]:
         """The spread this side had in another capture whose figure had these repeats (as query._aggregate spans
@@ -191,11 +231,18 @@ class Side:
         return lo * self.scale, hi * self.scale
 
 
+def _median(xs: list[float]) -> float:
+    s = sorted(xs)
+    mid = len(s) // 2
+    return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
+
+
 @dataclass(frozen=True)
 class Paired:
     started: str  # the later of the two captures' start
     left: tuple[float, float]
     right: tuple[float, float]
+    centers: tuple[float, float] | None = None  # the two values compared (median, min...), for their ratio
 
 
 @dataclass(frozen=True)
@@ -204,7 +251,7 @@ class Judged:
     gap they showed (a factor), and the capture that disagreed, if one did."""
     value: bool | None
     captures: int = 0  # captures in one run, this one included, that ordered them the way `value` says
-    gap: float | None = None  # the smallest factor between the two sides' repeats over those captures
+    gap: float | None = None  # the smallest factor between the two sides over those captures (their values' ratio)
     disagreed: str = ""  # `started` of a capture whose repeats ordered them the other way
     by_history: bool = False  # the drift alone could not tell; the history decided
     same: float | None = None  # undecided, but every capture (HISTORY_MIN or more) kept their ratio within this
@@ -219,25 +266,35 @@ def gap(op: str, left: tuple[float, float], right: tuple[float, float]) -> float
 
 
 def with_history(op: str, res: bool | None, left: tuple[float, float], right: tuple[float, float],
-                 earlier: list[Paired] | None) -> Judged:
+                 earlier: list[Paired] | None, centers: tuple[float, float] | None = None) -> Judged:
     """The drift rule's answer `res` for `left op right`, checked against the earlier captures of the same two
-    figures in one sitting each:
+    figures in one sitting each (`centers`: the two values compared now):
 
     - decided by the drift, it stands unless an earlier capture's repeats ordered them the other way (then cannot
       tell, naming that capture);
-    - undecided by the drift, it is decided where at least HISTORY_MIN captures (this one included) each ordered
-      them the same way by their repeats alone, and none the other way.
+    - undecided by the drift, it is decided by the sittings' ratios where at least HISTORY_MIN captures (this one
+      included) are paired and none ordered them the other way: yes or no where the prediction interval of the next
+      sitting's ratio (`ratio_interval`) lies on one side of 1; about the same where it lies within a factor of
+      SAME_WITHIN (or every capture's spreads did); else cannot tell.
 
     So no answer ever contradicts a capture of the history, and a later capture that disagrees turns a yes into
     cannot tell, never into a no."""
     if earlier is None:
         return Judged(res)
-    captures = [*earlier, Paired("", left, right)]
-    # undecided: the gap may still be bounded, capture by capture, as the history saw it (Kalibera and Jones:
-    # the variation between sittings is measured where it happens, not assumed)
-    same = _within([(c.left, c.right) for c in captures]) if len(captures) >= HISTORY_MIN else None
-    orders = [by_repeats(op, c.left, c.right) for c in captures]
-    want = res if res is not None else orders[-1]
+    captures = [*earlier, Paired("", left, right, centers)]
+    ratios = [c.centers for c in captures if c.centers]
+    interval = ratio_interval(ratios) if len(ratios) == len(captures) else None
+    bounds = [_within([(c.left, c.right) for c in captures]) if len(captures) >= HISTORY_MIN else None]
+    by_ratio = None
+    if interval is not None:
+        lo, hi = interval
+        bounds.append(next((k for k in SAME_WITHIN if max(-lo, hi) < math.log(k)), None))
+        if hi < 0 or lo > 0:  # the next sitting's left / right stays on one side of 1
+            by_ratio = (hi < 0) == (op in ("lt", "le"))
+    same = min((k for k in bounds if k), default=None)
+    # a drift-decided answer is checked against the captures' repeats; one the ratios decide, also their values
+    orders = [by_repeats(op, c.left, c.right) if res is not None else _order(op, c) for c in captures]
+    want = res if res is not None else by_ratio if by_ratio is not None else orders[-1]
     if want is None:
         return Judged(res, same=same)
     against = [c.started or "now" for c, o in zip(captures, orders) if o is (not want)]
@@ -245,10 +302,29 @@ def with_history(op: str, res: bool | None, left: tuple[float, float], right: tu
         return Judged(CANNOT_TELL, disagreed=against[0], same=same)
     agree = [c for c, o in zip(captures, orders) if o is want]
     way = op if want else _FLIP[op]  # a no: how far apart they lie the other way
-    closest = min(gap(way, c.left, c.right) for c in agree)
-    if res is None and (len(agree) < HISTORY_MIN or len(agree) < len(captures) or closest < HISTORY_GAP):
+    closest = min((_ratio_gap(way, c) for c in agree), default=None)
+    if res is None and by_ratio is None:
         return Judged(CANNOT_TELL, len(agree), closest, same=same)
     return Judged(want, len(agree), closest, by_history=res is None)
+
+
+def _order(op: str, c: Paired) -> bool | None:
+    """How one capture ordered the two: by its repeats where they do not overlap, else by its two values (a capture
+    whose repeats overlap but whose values lie the other way disagrees too); None where neither is known."""
+    by_reps = by_repeats(op, c.left, c.right)
+    if by_reps is not None or not c.centers:
+        return by_reps
+    a, b = c.centers
+    return a < b if op in ("lt", "le") else a > b
+
+
+def _ratio_gap(op: str, c: Paired) -> float:
+    """How far apart one capture put the two the way `op` says: the ratio of its two values, or of its spreads'
+    near ends where the values are not known."""
+    if c.centers and min(c.centers) > 0:
+        a, b = c.centers
+        return b / a if op in ("lt", "le") else a / b
+    return gap(op, c.left, c.right)
 
 
 _FLIP = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt"}

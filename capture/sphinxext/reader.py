@@ -232,7 +232,7 @@ def _history(rest: str) -> str:
     m = _AGREE.search(rest or "")
     if not m:
         return ""
-    gap = f"，最接近的一次也差 {float(m['gap']):.3g}{NBSP}倍" if m["gap"] else ""
+    gap = f"，两者之比最小的一次也有 {float(m['gap']):.3g}{NBSP}倍" if m["gap"] else ""
     return f"这台机器上 {m['n']} 次捕获（每次两边都在同一次运行里）都是这样{gap}"
 
 
@@ -240,7 +240,8 @@ def _same(rest: str) -> str:
     m = _SAME.search(rest or "")
     if not m:
         return ""
-    how = "每次捕获里两者之比" if m["how"] == HISTORY_BOUND else "两边各按前后两次捕获之间挪动过的倍数放宽以后，两者之比"
+    how = "同一次运行里两边一起捕获的几次，两者之比（连同按它们推算的下一次）" if m["how"] == HISTORY_BOUND \
+        else "两边各按前后两次捕获之间挪动过的倍数放宽以后，两者之比"
     return f"两者差不多：{how}都在 {float(m['k']):g}{NBSP}倍以内"
 
 
@@ -254,14 +255,14 @@ def _fact(op: str, word: str, left: str, right: str, rest: str, constant: bool =
     if word == "说不清" and _same(rest):
         return f"{left} 和 {right} 说不清哪个大；{_same(rest)}"
     if word == "说不清" and (few := _FEW.search(rest or "")):
-        gap = f"，最接近的一次只差 {float(few['gap']):.4g}{NBSP}倍" if few["gap"] else ""
+        gap = f"，两者之比最小的一次只有 {float(few['gap']):.4g}{NBSP}倍" if few["gap"] else ""
         return (f"{left} 和 {right}：这台机器上 {few['n']} 次捕获（每次两边在同一次运行里）先后一样{gap}，"
-                f"次数太少或隔得太近，不足以定下；放宽漂移以后又重叠，说不清哪个大")
+                f"但次数太少或比值起伏太大，推算不出下一次的先后；放宽漂移以后又重叠，说不清哪个大")
     history = _history(rest)
     if history and word != "说不清":
         base = _fact(op, word, left, right, "", constant)
         if _AGREE.search(rest)["by"].startswith("decided"):
-            return f"{base}：两边各按挪动过的倍数放宽以后会重叠，但{history}"
+            return f"{base}：两边各按挪动过的倍数放宽以后会重叠，但{history}，按这几次的比值推算，下一次也会是这样"
         return f"{base}；{history}"
     if word == "说不清":
         margin = _MARGIN.search(rest or "")

@@ -379,23 +379,52 @@ def test_a_comparison_has_four_answers_and_only_an_unscaled_one_can_be_about_the
 
 
 def _paired(*pairs):
-    return [verdict.Paired(f"2026-12-0{i + 1}T00:00:00+00:00", left, right) for i, (left, right) in enumerate(pairs)]
+    return [verdict.Paired(f"2026-12-0{i + 1}T00:00:00+00:00", left, right, centers[0] if centers else None)
+            for i, (left, right, *centers) in enumerate(pairs)]
 
 
-def test_the_history_decides_where_every_capture_in_one_sitting_ordered_the_two_the_same_way():
-    apart = ((1.0, 1.1), (1.5, 1.6))
-    # the drift cannot tell; three captures (this one included) all put the left below the right
-    got = verdict.with_history("lt", None, (1.0, 1.1), (1.5, 1.6), _paired(apart, apart))
-    assert got.value is True and got.by_history and got.captures == 3 and got.gap == pytest.approx(1.5 / 1.1)
+def test_the_history_decides_by_the_predicted_ratio_of_the_next_sitting():
+    apart = ((1.0, 1.1), (1.5, 1.6), (1.05, 1.55))
+    # the drift cannot tell; three captures (this one included) all put the left about 1.48x below the right
+    got = verdict.with_history("lt", None, (1.0, 1.1), (1.5, 1.6), _paired(apart, apart), (1.05, 1.55))
+    assert got.value is True and got.by_history and got.captures == 3 and got.gap == pytest.approx(1.55 / 1.05)
+    # the same question asked the other way round is a no, by the same ratios
+    assert verdict.with_history("gt", None, (1.0, 1.1), (1.5, 1.6), _paired(apart, apart), (1.05, 1.55)).value is False
     # two captures are not enough
-    assert verdict.with_history("lt", None, (1.0, 1.1), (1.5, 1.6), _paired(apart)).value is None
-    # one earlier capture whose repeats overlapped: not every capture agrees
-    overlap = ((1.0, 1.5), (1.4, 1.6))
-    assert verdict.with_history("lt", None, (1.0, 1.1), (1.5, 1.6), _paired(apart, overlap, apart)).value is None
-    # every capture apart, but by less than HISTORY_GAP: about the same to a reader, not an order
-    close = ((1.0, 1.02), (1.05, 1.06))
-    got = verdict.with_history("lt", None, (1.0, 1.02), (1.05, 1.06), _paired(close, close))
+    assert verdict.with_history("lt", None, (1.0, 1.1), (1.5, 1.6), _paired(apart), (1.05, 1.55)).value is None
+    # no values for an earlier capture: the ratio cannot be followed
+    no_values = ((1.0, 1.1), (1.5, 1.6))
+    assert verdict.with_history("lt", None, (1.0, 1.1), (1.5, 1.6), _paired(apart, no_values), (1.05, 1.55)).value is None
+    # one earlier capture whose values lay the other way (its repeats overlapped): it disagrees
+    overlap = ((1.0, 1.5), (1.1, 1.6), (1.4, 1.2))
+    got = verdict.with_history("lt", None, (1.0, 1.1), (1.5, 1.6), _paired(apart, overlap, apart), (1.05, 1.55))
+    assert got.value is None and got.disagreed == "2026-12-02T00:00:00+00:00"
+
+
+def test_ratios_that_scatter_widely_predict_no_order_but_close_steady_ones_are_about_the_same():
+    # every capture ordered them the same way, but the ratio swung from 1.02 to 3: the next sitting is unknown
+    swing = [((1.0, 1.0), (1.02, 1.02), (1.0, 1.02)), ((1.0, 1.0), (3.0, 3.0), (1.0, 3.0))]
+    got = verdict.with_history("lt", None, (1.0, 1.0), (1.5, 1.5), _paired(*swing), (1.0, 1.5))
+    assert got.value is None and got.captures == 3 and got.same is None
+    # a ratio of 1.02 +- a little, every sitting: ordered, and the prediction stays on one side of 1
+    steady = [((1.0, 1.0), (1.02, 1.02), (1.0, 1.02))] * 3
+    got = verdict.with_history("lt", None, (1.0, 1.0), (1.021, 1.021), _paired(*steady), (1.0, 1.021))
+    assert got.value is True
+    # ratios around 1 both ways within a few per cent (repeats overlapping): about the same, within 1.1
+    around = [((0.9, 1.1), (0.9, 1.1), (1.0, 1.03)), ((0.9, 1.1), (0.9, 1.1), (1.03, 1.0))] * 2 + \
+        [((0.9, 1.1), (0.9, 1.1), (1.0, 1.03))]
+    got = verdict.with_history("lt", None, (0.9, 1.1), (0.9, 1.1), _paired(*around), (1.03, 1.0))
     assert got.value is None and got.same == 1.1
+    # three such sittings bound it less tightly: the interval is wider with fewer of them
+    got = verdict.with_history("lt", None, (0.9, 1.1), (0.9, 1.1), _paired(*around[:2]), (1.0, 1.01))
+    assert got.value is None and got.same == 1.2
+
+
+def test_the_prediction_interval_widens_with_few_sittings():
+    three = verdict.ratio_interval([(1.0, 2.0), (1.0, 2.1), (1.0, 1.9)])
+    six = verdict.ratio_interval([(1.0, 2.0), (1.0, 2.1), (1.0, 1.9)] * 2)
+    assert three[1] < 0 and six[1] < 0 and (three[1] - three[0]) > (six[1] - six[0])
+    assert verdict.ratio_interval([(1.0, 2.0), (1.0, 2.1)]) is None
 
 
 def test_a_capture_that_ordered_them_the_other_way_makes_even_a_drift_decided_answer_cannot_tell():
@@ -429,3 +458,23 @@ def test_the_history_pairs_earlier_captures_by_run_and_only_when_the_two_compare
     e = Evaluator(ev(recs).lookup, pd)
     assert e.eval("median(t@cpu:x.median) < u@cpu:y.median").v is None  # x3 drift; only two paired captures
     assert e.eval("t@cpu:x.median{process=1} < u@cpu:y.median").v is None  # one repeat picked: not the figure
+
+
+def test_the_history_follows_a_sum_of_whole_figures_taken_in_one_run():
+    a, b, c = "t@cpu a.median", "t@cpu b.median", "u@cpu c.median"
+    history = {"box": {"captures": [["t@cpu", "2026-12-01T00:00", 0], ["u@cpu", "2026-12-01T00:01", 0],
+                                    ["t@cpu", "2026-12-02T00:00", 1], ["u@cpu", "2026-12-02T00:01", 1],
+                                    ["t@cpu", "2026-12-03T00:00", 2]],
+                       "figures": {a: [[0, [1.0, 1.2]], [2, [1.1]], [4, [9.0]]],
+                                   b: [[0, [2.0]], [2, [2.1, 2.3]], [4, [9.0]]],
+                                   c: [[1, [3.0]], [3, [3.3]]]}}}
+    table = {"platforms": {"box": {"median": {"drift": 3.0}}}, "history": history}
+    now = {"t@cpu": "2026-12-04T00:00", "u@cpu": "2026-12-04T00:01"}
+    pd = verdict.Drifts(table).of_platform("box", {"t@cpu": "r", "u@cpu": "r"}, now)
+    parts = (verdict.Side(a, "t@cpu", "median", 1.0), verdict.Side(b, "t@cpu", "median", 1.0))
+    got = pd.earlier(parts, verdict.Side(c, "u@cpu", "median", 1.0))
+    # run 2 has no c: only runs 0 and 1 pair; each part's spread and value summed
+    assert [(p.left, p.right, p.centers) for p in got] == [((3.0, 3.2), (3.0, 3.0), (3.1, 3.0)),
+                                                          ((pytest.approx(3.2), 3.4), (3.3, 3.3), (pytest.approx(3.3), 3.3))]
+    split = verdict.Drifts(table).of_platform("box", {"t@cpu": "r", "u@cpu": "s"}, now)
+    assert split.earlier(parts, verdict.Side(c, "u@cpu", "median", 1.0)) is None
