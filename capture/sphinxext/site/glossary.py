@@ -277,7 +277,7 @@ def check_at(app: Sphinx, env) -> None:
                            location=f"{path}:{term.line}", type="book", subtype="terms")
             continue
         doc = labels[term.at][0]
-        if term.zh not in found.get(doc, ""):
+        if "".join(term.zh.split()) not in found.get(doc, ""):  # the page text is compared without whitespace
             logger.warning(f"term {term.zh!r} does not appear on {doc!r}, where its at = {term.at!r} says it is "
                            "introduced: use the term there, or point `at` at the section that does",
                            location=f"{path}:{term.line}", type="book", subtype="terms")
