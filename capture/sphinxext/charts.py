@@ -241,7 +241,9 @@ class DataChartDirective(SphinxDirective):
         cap = nodes.paragraph(classes=["book-chart-caption"])
         if self.options.get("caption"):
             cap += nodes.Text(self.options["caption"] + "。")
-        cap += nodes.Text(f"图中的分支和数字来自 {b.label(plat)} 上的测量。")
+        # a chart that prints no figure (no value() in its template) has only its branches from the data
+        drawn = "分支和数字" if re.search(r"\bvalue\s*\(", "\n".join(self.content)) else "分支"
+        cap += nodes.Text(f"图中的{drawn}来自 {b.label(plat)} 上的测量。")
         keys = sorted({st.key for a in answers for st in a.states})
         stale = sorted({st.key for a in answers for st in a.stale})
         if stale:

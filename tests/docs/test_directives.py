@@ -363,6 +363,8 @@ flowchart LR
     assert doc.find_all("table", "book-verdict-matrix")[0].find_all("td")[1].text().strip().startswith("说不清")
     assert "这台机器的数据说不清" in doc.find_all(cls="book-chart-caption")[0].text()
     assert len(doc.find_all(cls="book-chart-caption")) == 1  # the caption once (issue 28: it was printed twice)
+    # a chart that prints no figure does not promise numbers (issue 42)
+    assert "图中的分支来自" in doc.find_all(cls="book-chart-caption")[0].text()
 
 
 def test_until_captured_and_the_awaiting_notice(site, tmp_path):
