@@ -1,4 +1,4 @@
-"""{claim} expression: the sentence in the body, with a mark per platform saying whether the data bear it out.
+"""{claim} expression: the sentence in the body, then an icon that opens whether each platform's data bear it out.
 
 Options: :where: where the claim is expected to hold (see capture/evidence/claims.py; default all);
 :platform: KEY — check it there only, and read the body's figures from there.
@@ -129,8 +129,9 @@ def reader_missing(b, expr: str, verdicts, only) -> str | None:
 
 
 def claim_marks(counts: dict, other: list, stale: bool, lines: list) -> list[nodes.Node]:
-    """One short line under the sentence (how many machines bear it out), the reasons one click away."""
-    from capture.sphinxext.reader import disclosure
+    """An icon after the sentence, not a line of marks under it: the marks (how many machines bear it out) are its
+    tooltip and the first line it opens, each machine's reasons follow (reader.claim_fold)."""
+    from capture.sphinxext.reader import claim_fold
 
     parts = []
     if counts["bad"]:
@@ -148,5 +149,5 @@ def claim_marks(counts: dict, other: list, stale: bool, lines: list) -> list[nod
     label = "　".join(parts) + ("（旧）" if stale else "")
     cls = "book-claim-bad" if counts["bad"] else "book-claim-undecided" if counts["undecided"] and not counts["ok"] \
         else "book-claim-ok"
-    return [disclosure(label, lines, ["book-claim-marks", cls, "book-no-search"])]
+    return [claim_fold(label, lines, ["book-claim-marks", cls, "book-no-search"])]
 

@@ -241,10 +241,11 @@ WAITING_FOR = {"macos": "Mac", "linux": "Linux 机器", "gpu": "有 GPU 的机�
 
 
 def provenance(children: list[nodes.Node]) -> nodes.Node:
-    """「来历」: a closed fold for the machinery's side (commands, files); the reading path never shows a command."""
-    from capture.sphinxext.reader import disclosure
+    """「来历」: a closed fold for the machinery's side (commands, files) behind an icon; the reading path never
+    shows a command."""
+    from capture.sphinxext.reader import provenance_fold
 
-    return disclosure("来历", children, ["book-output-more", "book-no-search"])
+    return provenance_fold(children, ["book-output-more", "book-no-search"])
 
 
 def awaiting_notice(b: Book, key) -> nodes.Element:

@@ -16,7 +16,7 @@
 Tabs follow the book's platform order, are named by the machine's short name (the full one in their
 tooltip) and are synchronised across the page: choosing a machine in one block chooses it everywhere.
 Each output block has a caption of at most two lines (framework, device, the experiment's title) and
-under it a closed 「来历」: the machine in full, versions, date, load, the raw output and metadata,
+at its right end a small icon that opens 「来历」 (reader.provenance_fold): the machine in full, versions, date, load, the raw output and metadata,
 the commands that capture it again and, for a stale fragment, what changed since. Tabs never nest:
 a tab set whose tabs hold outputs with tabs of their own is a build error that says to use {outputs}
 (check_tab_depth).
@@ -283,8 +283,7 @@ def more(b, st, env) -> nodes.Node:
         para += nodes.Text("。")
         rows.append(para)
     rows.append(reader.reproduce(ident, key.exp, key.role))
-    box = reader.disclosure("来历", rows, ["book-output-more", "book-no-search"])
-    return box
+    return reader.provenance_fold(rows, ["book-output-more", "book-no-search"])
 
 
 def check_tab_depth(app, doctree, docname) -> None:

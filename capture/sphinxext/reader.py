@@ -5,7 +5,8 @@ into the reader's words, and the two small nodes the pages need for that (a tool
 - `detail_words(detail)`: why a machine does not run something (capture/evidence/book.py, capture/running/regenerate.py);
 - `reason(why)`: a verdict's reason (capture/evidence/query.py) as a sentence with formatted values;
 - `figure_tip(...)`: the tooltip of a recorded figure: the machine, the device, what kind of figure;
-- `titled` (an inline with a title attribute) and `details` / `summary` (a block opened by a click).
+- `titled` (an inline with a title attribute) and `details` / `summary` (a block opened by a click);
+- `provenance_fold` / `claim_fold`: the machinery's side of a block behind a small icon (`icon_disclosure`).
 
 The machinery's own messages stay English; nothing here is read back by it.
 """
@@ -58,7 +59,11 @@ def depart_details(self, node):
 
 
 def visit_summary(self, node):
-    self.body.append(self.starttag(node, "summary", ""))
+    # a summary that shows only an icon names itself: its tooltip, and its accessible name for a screen reader
+    attrs = {"title": node["title"]} if node.get("title") else {}
+    if node.get("aria_label"):
+        attrs["aria-label"] = node["aria_label"]
+    self.body.append(self.starttag(node, "summary", "", **attrs))
 
 
 def depart_summary(self, node):
@@ -100,6 +105,37 @@ def disclosure(label: str, children: list[nodes.Node], classes=()) -> details:
     box += summary("", label)
     box.extend(children)
     return box
+
+
+# The machinery's side of a block (an output's provenance, a claim's check on each machine) is one click away
+# behind a small icon, not a labelled line between the reader's sentences: the icon is the <summary> (a real
+# disclosure, keyboard-reachable), its name is its tooltip and what a screen reader says.
+INFO_MARK = "ⓘ"
+PROVENANCE = "来历"
+PROVENANCE_TIP = "来历：在哪台机器上、用什么版本、什么时候捕获的，怎样重现"
+CHECKS = "核对"  # a claim checked against each machine's data; also the word in an {evidence} fold's title
+
+
+def icon_disclosure(name: str, children: list[nodes.Node], classes=()) -> details:
+    """A closed <details> whose summary is the info icon, named `name` (tooltip and accessible name)."""
+    box = details(classes=[*classes, "book-icon-fold"])
+    head = summary("", INFO_MARK, classes=["book-info-mark"])
+    head["title"] = head["aria_label"] = name
+    box += head
+    box.extend(children)
+    return box
+
+
+def provenance_fold(children: list[nodes.Node], classes=()) -> details:
+    """「来历」 behind the info icon: where and how a block was made, and how to make it again."""
+    return icon_disclosure(PROVENANCE_TIP, children, classes)
+
+
+def claim_fold(marks: str, children: list[nodes.Node], classes=()) -> details:
+    """A claim's check behind the info icon at the end of its sentence: the marks (「✓ H200、2 核 CPU」) are its
+    tooltip and the first line inside, each machine's reasons follow."""
+    lead = nodes.paragraph("", f"{CHECKS}：{marks}", classes=["book-claim-summary"])
+    return icon_disclosure(f"按各台机器的数据{CHECKS}这句话：{marks}。点开看依据", [lead, *children], classes)
 
 
 # -- code in text --------------------------------------------------------------------------------

@@ -209,9 +209,9 @@ LAYOUT_JS = """() => {
 
 @pytest.mark.parametrize("page", ["eager.html", "design.html"])
 def test_captions_tabs_rows_matrices_and_claims_are_compact_on_a_phone(probe, server, page):
-    """At 390 px: output captions at most two lines (the rest in 「来历」), machine names in tabs and table
-    rows on one line with the full name in their tooltip, every verdict-matrix question as wide as the matrix in
-    at most three lines, each claim followed by one closed line of marks."""
+    """At 390 px: output captions at most two lines (the rest in 「来历」, behind the caption's icon), machine names
+    in tabs and table rows on one line with the full name in their tooltip, every verdict-matrix question as wide as the matrix in
+    at most three lines, each claim followed by one closed icon (its marks in the tooltip)."""
     p = probe(width=390)
     p.goto(server + page)
     p.page.evaluate(TABS_SHOWN_JS)  # every tab's content shown; the details stay as a reader finds them
@@ -256,7 +256,7 @@ def test_a_list_items_evidence_is_folded_on_a_phone_and_opens(probe, server):
     folds = phone.page.evaluate(FOLDS_JS)
     assert len(folds) >= 2, folds
     assert all(not f["open"] and not f["shown"] and f["summary"] for f in folds), folds
-    assert all(set(f["summary"]) <= set("代码输出表图断言、和") for f in folds), [f["summary"] for f in folds]
+    assert all(set(f["summary"]) <= set("代码输出表图核对、和") for f in folds), [f["summary"] for f in folds]
 
     phone.page.locator("details.book-evidence > summary").first.click()
     first = phone.page.evaluate(FOLDS_JS)[0]
@@ -299,7 +299,7 @@ def test_a_sections_fold_is_closed_at_every_width_and_opens(probe, server, width
     p.goto(server + FOLD_PAGE)
     folds = p.page.evaluate(SECTION_FOLDS_JS)
     assert folds and all(not f["open"] and not f["shown"] and f["summary"] for f in folds), folds
-    assert folds[0]["summary"] == "输出和来历", folds
+    assert folds[0]["summary"] == "输出", folds  # each output's 「来历」 is its own icon, not a word here
     section = p.page.locator("#dev-showcase-evidence")
     assert section.locator(".book-output-wrapper .book-output-machine").first.is_visible()  # the one machine, named
     p.page.locator("details.book-fold > summary").first.click()

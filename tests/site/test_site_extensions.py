@@ -386,9 +386,9 @@ def test_a_fold_names_what_it_holds():
 
     tabs = box("sd-tab-set", "book-platform-tabs")
     tabs += box("book-output-wrapper", "book-output")
-    assert fold_label([tabs, box("book-records-table"), box("book-claim")]) == "各台机器的输出、表、断言和来历"
-    assert fold_label([box("book-output-wrapper", "book-output")]) == "输出和来历"
-    assert fold_label([box("book-claim")]) == "断言"
+    assert fold_label([tabs, box("book-records-table"), box("book-claim")]) == "各台机器的输出、表和核对"
+    assert fold_label([box("book-output-wrapper", "book-output")]) == "输出"
+    assert fold_label([box("book-claim")]) == "核对"
     assert fold_label([nodes.paragraph("", "text")]) == "更多"
 
 

@@ -264,7 +264,7 @@ def test_ran_where_page_agrees_with_status(site):
 
 
 def test_every_output_says_how_to_reproduce_it(site):
-    """Under every output, one click away (「来历」): in Chinese, the steps of capture/machines/identity.py, each
+    """Under every output, one click away (「来历」, behind the caption's icon): in Chinese, the steps of capture/machines/identity.py, each
     command as code, on the machine that must run it."""
     from capture.evidence.book import Book
     from capture.storage.keys import FragmentKey
@@ -276,7 +276,9 @@ def test_every_output_says_how_to_reproduce_it(site):
         for m in re.finditer(r'class="[^"]*book-output-wrapper book-plat-([a-z0-9_-]+) book-frag-([a-z0-9_-]+?)--(cpu|gpu)[ "]', text):
             plat, key = m.group(1), FragmentKey(m.group(2), m.group(3))
             after = text[m.end() : m.end() + 20000]
-            more = re.search(r'<details class="book-output-more[^"]*">\s*<summary>来历</summary>(.*?)</details>', after, re.S)
+            # 「来历」 behind an icon: the summary shows ⓘ, its name (tooltip, aria-label) says 来历
+            more = re.search(r'<details class="book-output-more[^"]*">\s*<summary aria-label="来历[^"]*"[^>]*>ⓘ</summary>(.*?)</details>',
+                             after, re.S)
             assert more, f"{page.name}: no 「来历」 after {key} on {plat}"
             repro = re.search(r"<p[^>]*>重现：(.*?)</p>", more.group(1), re.S)
             assert repro, f"{page.name}: no reproduce line after {key} on {plat}"

@@ -2,16 +2,16 @@
 
 {evidence} is the section's one fold, closed at every width (phone and laptop). A section states its
 point, shows its code and one output from a named machine ({output} `:platform:`), and puts everything
-else in it: the other machines' outputs, the tables of all machines, the claims, 「来历」:
+else in it: the other machines' outputs, the tables of all machines, the claims' checks:
 
-    :::{evidence}                         summary generated from what it holds (「输出、表、断言和来历」)
+    :::{evidence}                         summary generated from what it holds (「输出、表和核对」)
     ```{output} burn-ret@gpu
     :except: linux-x86_64-nvidia-h200
     ```
     ...
     :::
 
-    :::{evidence} 其他机器和断言            or written by the page
+    :::{evidence} 其他机器的输出            or written by the page
 
 A second {evidence} directly in the same section is a warning (book.evidence): one fold per section.
 The text stays in the HTML: the search index and find-in-page see it; a link to an id inside the fold
@@ -24,7 +24,7 @@ design.md argues in bullet lists: each item is a bold lead sentence and a paragr
 (a snippet, an output in machine tabs, a table, a claim checked against the data, notes per machine).
 At 390 px that evidence made the page three times as tall as its argument. This pass wraps everything
 from the item's first piece of evidence to its end in one closed <details> (reader.disclosure) whose
-summary names what is inside (「代码、输出和断言」).
+summary names what is inside (「代码、输出和核对」).
 
 The folding is a phone's only: at 641 px and wider book-site.css hides the summary and shows the
 content of the closed <details> (its ::details-content), so a laptop reads the page as before. The
@@ -41,7 +41,7 @@ from sphinx.application import Sphinx
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
 
-from capture.sphinxext.reader import details, disclosure, setup_nodes
+from capture.sphinxext.reader import CHECKS, details, disclosure, setup_nodes
 
 logger = logging.getLogger(__name__)
 FOLD_CLASS = "book-fold"
@@ -55,9 +55,9 @@ KINDS = (
     ("book-until-captured", "输出"),
     ("book-records-table", "表"),
     ("book-chart", "图"),
-    ("book-claim", "断言"),
+    ("book-claim", CHECKS),  # a claim's check on each machine (not 「断言」: the machinery's word)
 )
-ORDER = ("代码", "输出", "表", "图", "断言")
+ORDER = ("代码", "输出", "表", "图", CHECKS)
 
 
 def _kind(node: nodes.Node) -> str | None:
@@ -73,7 +73,7 @@ def _kind(node: nodes.Node) -> str | None:
 
 
 def label(children: list[nodes.Node]) -> str:
-    """「代码和输出」, 「代码、输出和断言」: the kinds of evidence folded, in a fixed order."""
+    """「代码和输出」, 「代码、输出和核对」: the kinds of evidence folded, in a fixed order."""
     found = set()
     for child in children:
         for node in child.findall(nodes.Element):
@@ -143,7 +143,8 @@ def _is_fold(node: nodes.Node) -> bool:
 
 
 def fold_label(children: list[nodes.Node]) -> str:
-    """What the fold holds, in the reader's words: 「各台机器的输出、表、断言和来历」 (来历 comes with outputs)."""
+    """What the fold holds, in the reader's words: 「各台机器的输出、表和核对」 (each output's 「来历」 is its own icon,
+    not a word of the title)."""
     found = set()
     machines = False
     for child in children:
@@ -156,7 +157,6 @@ def fold_label(children: list[nodes.Node]) -> str:
     words = [w for w in ORDER if w in found]
     if "输出" in words:
         words[words.index("输出")] = "各台机器的输出" if machines else "输出"
-        words.append("来历")
     if not words:
         return "更多"
     return words[0] if len(words) == 1 else "、".join(words[:-1]) + "和" + words[-1]
