@@ -359,18 +359,18 @@ def test_verdict_matrices_show_where_the_machines_differ(three):
     assert row["H200 · GPU"].startswith("是") and row["M2 Max · GPU"].startswith("否")
     design = parse((out / "design.html").read_text(encoding="utf-8"))
     # timing rows: the drafts' Mac where its numbers are far enough apart to decide (capture/evidence/verdict.py)
-    mlp = matrix_row(design, "随机器而变", "MLP 训练步（每步读回），candle 比 burn 快")
+    mlp = matrix_row(design, "每台机器上 CPU 一侧和 GPU 一侧的几件事", "MLP 训练步（每步读回），candle 比 burn 快")
     # burn 0.67-0.77 ms against candle 1.36-1.53 ms (three processes): the drafts conclude burn is about twice
     # as fast, the 2x margin cannot tell (docs/dev/mac.md, P13); never "candle faster"
     assert not mlp["M2 Max · GPU"].startswith("是")
-    first = matrix_row(design, "随机器而变", "新进程里第一次 1024² 矩阵乘，candle 比 burn 快")
+    first = matrix_row(design, "每台机器上 CPU 一侧和 GPU 一侧的几件事", "新进程里第一次 1024² 矩阵乘，candle 比 burn 快")
     assert first["M2 Max · GPU"].startswith("是")  # 3.7 ms (system cache) against 4.2 s (empty autotune cache)
     # rows a rewrite of the page may move out of the matrix: checked where they are
-    if (step := matrix_row(design, "随机器而变", "MLP 的第一个训练步", required=False)) is not None:
+    if (step := matrix_row(design, "每台机器上 CPU 一侧和 GPU 一侧的几件事", "MLP 的第一个训练步", required=False)) is not None:
         assert step["M2 Max · GPU"].startswith("是")  # 19.2 ms against 4.55 s
-    if (back := matrix_row(design, "随机器而变", "反向最贵", required=False)) is not None:
+    if (back := matrix_row(design, "每台机器上 CPU 一侧和 GPU 一侧的几件事", "反向最贵", required=False)) is not None:
         assert not back["M2 Max · GPU"].startswith("否")  # 437 µs against 240 µs: yes or cannot tell
-    cpu = matrix_row(design, "随机器而变", "MLP 训练步（每步读回）")
+    cpu = matrix_row(design, "每台机器上 CPU 一侧和 GPU 一侧的几件事", "MLP 训练步（每步读回）")
     assert cpu["M2 Max · CPU"][:2] in ("是", "否", "说不")
 
 

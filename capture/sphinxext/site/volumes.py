@@ -153,8 +153,8 @@ class ResolveVolumeReferences(SphinxPostTransform):
         what = f"{vol.title}是{vol.about}。" if vol.about else f"{vol.title}是另一本书。"
         note = nodes.container(classes=["book-notice", "book-notice-na", "book-vol-note"])
         gap = " " if vol.title[:1].isascii() else ""  # 提到 burn 卷: a space between Chinese and Latin
-        note += nodes.paragraph("", f"{what}它的网页还没有发布（或者这次构建读不到它的目录），本页提到{gap}{vol.title}的地方暂时是"
-                                    "纯文字，发布以后会自动变成链接。")
+        # the reader's words only: why the build could not link (no inventory yet, offline) is the log's business
+        note += nodes.paragraph("", f"{what}它还没有上线，本页提到{gap}{vol.title}的地方先是纯文字，上线以后会自动变成链接。")
         parent.insert(parent.index(block) + 1, note)
 
     def resolve(self, node: vol_reference, vol: Volume | None) -> list[nodes.Node]:
@@ -184,7 +184,7 @@ class ResolveVolumeReferences(SphinxPostTransform):
         # Plain text, with a tooltip; the first one on the page is followed by a note (note_unlinked).
         from capture.sphinxext.reader import tip
 
-        return [tip(text, f"{vol.title}还没有发布，发布以后这里会变成链接", ["vol-ref", "vol-unlinked"])]
+        return [tip(text, f"{vol.title}还没有上线，上线以后这里会变成链接", ["vol-ref", "vol-unlinked"])]
 
 
 def on_builder_inited(app: Sphinx) -> None:
