@@ -276,4 +276,4 @@ def test_the_findings_are_the_ones_the_share_counts():
     assert kinds == {"claim", "matrix", "chart", "cmp", "table"}
     eager = findings.of_page(docs, "eager")
     ret = next(f for f in eager if f.kind == "claim" and "torch-ret@cpu" in f.expr)
-    assert ret.section == "eager-ret" and ret.what.startswith("CPU 上两边调用返回时")
+    assert ret.section == "eager-ret" and ret.what.startswith("CPU 上两边最快一次返回时")
