@@ -12,7 +12,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-UNITS = {"ns": 1e-9, "µs": 1e-6, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+from capture.evidence.fmt import _TIME
+
+UNITS = {unit: scale for scale, unit in _TIME} | {"us": 1e-6}  # the units the book prints, and ASCII µ
 _DURATION = re.compile(r"(?<![\w.])(\d+(?:\.(\d+))?)\s?(ns|µs|us|ms|s)(?![\w])")
 
 

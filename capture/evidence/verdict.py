@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import math
 import operator
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -217,7 +218,7 @@ class Side:
     def center_of(self, repeats: list[float]) -> float:
         """The value this side had in another capture whose figure had these repeats (as query._aggregate takes it:
         a median or mean as the median, a min or max as itself)."""
-        v = min(repeats) if self.agg == "min" else max(repeats) if self.agg == "max" else _median(repeats)
+        v = min(repeats) if self.agg == "min" else max(repeats) if self.agg == "max" else statistics.median(repeats)
         return v * self.scale
 
     def spread_of(self, repeats: list[float]) -> tuple[float, float]:
@@ -229,12 +230,6 @@ class Side:
         elif self.agg == "max":
             lo = hi
         return lo * self.scale, hi * self.scale
-
-
-def _median(xs: list[float]) -> float:
-    s = sorted(xs)
-    mid = len(s) // 2
-    return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
 
 
 @dataclass(frozen=True)
