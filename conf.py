@@ -173,6 +173,9 @@ book_words_pending = []
 book_recorded_words = {
     "raised at call": "调用时就报错",
     "raised at next op": "到下一个算子才报错",
+    "raised at next sync": "到下一次同步才报错",
+    "raised at read of y": "读 y 时才报错",
+    "raised at read of another tensor": "读别的张量时才报错",
     "silent: read 0": "不报错，读出来的是 0",
     "silent": "静默算错",
     "correct": "结果正确",

@@ -77,7 +77,7 @@ class ClaimDirective(SphinxDirective):
             else:
                 kind, text = "other", f"· {short}：这句话说的不是这台机器，这里的数据也确实不支持它"
             (other if kind == "other" else counts[kind]).append(short)
-            why = reader_why(v.why) if v.why else ""
+            why = reader_why(v.why, self.env) if v.why else ""
             if v.stale:
                 stale = True
                 why += ("；" if why else "") + "数据来自这段代码较早的版本"

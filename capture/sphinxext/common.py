@@ -218,11 +218,12 @@ def report_answer(ans: Answer, location, what: str) -> None:
             report_state(st, location, what)
 
 
-def reader_why(why: str) -> str:
-    """A verdict's reason (capture/evidence/query.py, English) as the reader's sentence (capture/sphinxext/reader.py)."""
+def reader_why(why: str, env=None) -> str:
+    """A verdict's reason (capture/evidence/query.py, English) as the reader's sentence (capture/sphinxext/reader.py);
+    with `env`, recorded words (outcomes) are said in conf.py's `book_recorded_words`."""
     from capture.sphinxext.reader import reason
 
-    text = reason(why)
+    text = reason(why, env.app.config.book_recorded_words if env is not None else None)
     return f"依据：{text}" if text else ""
 
 

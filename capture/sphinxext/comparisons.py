@@ -111,7 +111,7 @@ class CmpRole(SphinxRole):
         clause = self.clause(b, plat, differs, left, right, way, words, name_a, name_b, kind, where,
                              getattr(lt.value, "repeats", None), about)
         decided_by = lt if way in ("smaller", "undecided", "about") else gt
-        node = _titled(clause, reader_why(getattr(decided_by.value, "why", "")))
+        node = _titled(clause, reader_why(getattr(decided_by.value, "why", ""), self.env))
         mark = stale_mark(b, lt.states)
         return [node] + ([mark] if mark is not None else []), []
 

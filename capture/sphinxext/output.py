@@ -262,7 +262,8 @@ def more(b, st, env) -> nodes.Node:
     feats = [f.split("/", 1)[1] for f in build.get("features") or [] if crate and f.startswith(crate + "/")]
     line = "版本：" + "，".join(versions) if versions else ""
     if feats:
-        line += ("；" if line else "") + "编译时打开的特性：" + "、".join(feats)
+        # the crate's own features picked by the build (its dependencies' features are in its Cargo.toml)
+        line += ("；" if line else "") + f"构建时给 {crate} 打开的特性：" + "、".join(feats)
     if line:
         rows.append(nodes.paragraph("", line + "。"))
     when = (meta.get("started") or "")[:10]

@@ -67,8 +67,12 @@ class PlatformTableDirective(SphinxDirective):
             ver = "，".join(f"{k} {v}" for k, v in versions.items())
             name = nodes.inline()
             name += nodes.reference(ident.display_name, ident.display_name, refuri=fragment_href(self.env, plat, "platform"))
-            name += nodes.Text(f"（{b.short_label(plat)}）")
+            short = b.short_label(plat)
+            if not all(word in ident.display_name for word in short.split()):  # 「2 核 CPU」 is already in its full name
+                name += nodes.Text(f"（{short}）")
             dates = sorted(d for d in dates if d)
             span = dates[0] if dates and dates[0] == dates[-1] else (f"{dates[0]} 至 {dates[-1]}" if dates else "")
+            if any(b.state(plat, k).state == "stale" for k, _ in frags):  # the one place a reader learns what （旧） is
+                span += "；之后代码改过，这台机器还没有重跑的数标着（旧）"
             body.append([name, nodes.Text(cpu), nodes.Text(gpu), nodes.Text(dev), nodes.Text(ver), nodes.Text(span)])
         return [table_node(self.arguments[0] if self.arguments else None, header, body, ("book-records-table", "book-platform-table"))]

@@ -322,7 +322,14 @@ def _fact(op: str, word: str, left: str, right: str, rest: str, constant: bool =
     return f"{left} 不到 {right}" if smaller else f"{left} 超过 {right}"
 
 
-def _clause(text: str) -> str:
+def _word(side: str, words: dict[str, str] | None) -> str:
+    """A recorded word of a clause's side ('silent: read 0') as the reader reads it (conf.py's book_recorded_words)."""
+    m = _SIDE.match(side.strip())
+    raw = m["val"][1:-1].replace("\\'", "'") if m else side.strip().strip("'")
+    return (words or {}).get(raw, raw)
+
+
+def _clause(text: str, words: dict[str, str] | None = None) -> str:
     tags = _TAG.match(text)
     lead = ""
     if tags:
@@ -343,9 +350,10 @@ def _clause(text: str) -> str:
     left, right = body.split(f" {op} ", 1)
     lv, lword = _side(left)
     rv, rword = _side(right)
-    if lword or rword:  # a recorded word against the expected one
+    if lword or rword:  # a recorded word against a listed one: say which was recorded, in the reader's words
+        recorded, listed = (_word(left, words), _word(right, words)) if lword else (_word(right, words), _word(left, words))
         equal = (word == "是") == (op == "==")
-        sentence = "记录下的结果正是这一种" if equal else "记录下的是另一种结果"
+        sentence = f"记下的是「{recorded}」" if equal else f"记下的是「{recorded}」，不是「{listed}」"
     elif lv and rv:
         sentence = re.sub(r"([）」，])\s+", r"\1", _fact(op, word, lv, rv, m["rest"], _constant(right)))
     else:
@@ -353,8 +361,9 @@ def _clause(text: str) -> str:
     return lead + sentence
 
 
-def reason(why: str) -> str:
-    """capture/evidence/query.py's `why` as sentences: values formatted, expressions left out."""
+def reason(why: str, words: dict[str, str] | None = None) -> str:
+    """capture/evidence/query.py's `why` as sentences: values formatted, expressions left out; recorded words
+    (outcomes) in the reader's words from `words`. Clauses that say the same thing are said once."""
     text = (why or "").strip()
     if not text:
         return ""
@@ -365,8 +374,28 @@ def reason(why: str) -> str:
         head = {"all": {"是": "每一轮都成立。", "否": "有一轮不成立。", "说不清": "有的轮说不清。"},
                 "any": {"是": "有一轮成立。", "否": "没有一轮成立。", "说不清": "有的轮说不清。"}}[m.group(1)][word]
         text = text[m.end():]
-    clauses = [c for c in (_clause(part) for part in re.split(r"; (?=\{|[a-z(])", text) if part.strip()) if c]
-    return head + "；".join(clauses)
+    clauses = [c for c in (_clause(part, words) for part in re.split(r"; (?=\{|[a-z(])", text) if part.strip()) if c]
+    return head + "；".join(_merged(clauses))
+
+
+def _merged(clauses: list[str]) -> list[str]:
+    """Each clause once; 「记下的是「A」，不是「x」」 clauses about one recorded A become one: 不是「x」「y」中的任何一种."""
+    out: list[str] = []
+    nots: dict[str, list[str]] = {}
+    for c in clauses:
+        m = re.fullmatch(r"(?P<lead>(?:第 \d+ 轮：)?记下的是「[^」]*」)，不是「(?P<x>[^」]*)」", c)
+        if m and m["lead"] in nots:
+            nots[m["lead"]].append(m["x"])
+            continue
+        if m:
+            nots[m["lead"]] = [m["x"]]
+        if c not in out:
+            out.append(c)
+    for lead, xs in nots.items():
+        if len(xs) > 1:
+            i = out.index(f"{lead}，不是「{xs[0]}」")
+            out[i] = f"{lead}，不是" + "".join(f"「{x}」" for x in xs) + "中的任何一种"
+    return out
 
 
 # -- the tooltip of a recorded figure -------------------------------------------------------------------

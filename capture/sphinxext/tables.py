@@ -128,7 +128,7 @@ class RecordsTableDirective(SphinxDirective):
         gt = b.answer(f"({sides[0]}) > ({sides[1]})", plat, self.differs)
         about = getattr(lt.value, "same", None)
         way = direction(getattr(lt.value, "v", None), getattr(gt.value, "v", None), about)
-        why = reader_why(getattr((gt if way == "larger" else lt).value, "why", ""))
+        why = reader_why(getattr((gt if way == "larger" else lt).value, "why", ""), self.env)
         if way == "undecided":
             return tip("说不清", why, ["book-verdict-undecided"])
         words = {"smaller": f"（{names[0]} 快）", "larger": f"（{names[1]} 快）", "same": "（一样快）",

@@ -100,7 +100,7 @@ class VerdictMatrixDirective(SphinxDirective):
         out = nodes.inline(classes=["book-verdict", f"book-verdict-{cls}"])
         out += value_node(self.env, b, ans, text)
         if why:
-            out.children[-1]["reftitle"] = reader_why(why)
+            out.children[-1]["reftitle"] = reader_why(why, self.env)
         devices = sorted({st.fragment.meta.get("device") for st in ans.states if st.fragment is not None} - {None})
         if devices:
             out += nodes.inline("", visible(f"（{'、'.join(devices)}）"), classes=["book-verdict-device"])

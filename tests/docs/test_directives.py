@@ -294,6 +294,11 @@ def test_another_machines_stale_fragment_is_shown_with_a_note(site, tmp_path):
     more = other[0].find_all("details", "book-output-more")[0].text()
     assert "Other GPU · Linux" in more and "较早的版本" in more and "bash .device/run.sh --only measure --device cpu" in more
     assert len(doc.find_all(cls="book-stale-mark")) > 1  # figures from it carry the mark
+    rows = doc.find_all("table", "book-platform-table")[0].find_all("tr")
+    other_row = next(r.text() for r in rows if "Other GPU" in r.text())
+    assert "还没有重跑的数标着（旧）" in other_row  # the machine table says once what （旧） means
+    assert not any("（旧）" in r.text() for r in rows if "纯 CPU" in r.text())  # not on the fresh machine's row
+    assert not any("（2 核 CPU）" in r.text() or "核 CPU）" in r.text() for r in rows)  # no short name repeating the full one
 
 
 def test_verdict_matrix_shows_recorded_words_through_its_labels(site, tmp_path):

@@ -501,7 +501,15 @@ def test_reasons_read_as_sentences_with_formatted_values():
     assert "这次捕获里隔得开" in apart and "（×1.4、×1.42）" in apart and "说不清" in apart, apart
     assert "median" not in text and "@" not in text  # no expression, no record name
     assert reason("all(): yes — {round=0}: a@cpu:x = 0.02 s > 0.25 * a@cpu:y = 0.004903 s: yes").startswith("每一轮都成立。第 0 轮：")
-    assert reason("torch-oob@gpu:oob.outcome = 'raised at next op' == 'raised at call': no") == "记录下的是另一种结果"
+    said = {"raised at next op": "到下一个算子才报错", "raised at call": "调用时就报错", "silent: read 0": "不报错，读出来的是 0"}
+    assert reason("torch-oob@gpu:oob.outcome = 'raised at next op' == 'raised at call': no", said) == \
+        "记下的是「到下一个算子才报错」，不是「调用时就报错」"
+    # a recorded word ruled out several times is said once, with the words it is not
+    ruled_out = reason("burn-oob@gpu:oob.outcome = 'silent: read 0' != 'raised at call': yes; "
+                       "burn-oob@gpu:oob.outcome = 'silent: read 0' != 'raised at next op': yes", said)
+    assert ruled_out == "记下的是「不报错，读出来的是 0」，不是「调用时就报错」「到下一个算子才报错」中的任何一种", ruled_out
+    assert reason("a@cpu:w = 'silent: read 0' == 'silent: read 0': yes; b@cpu:w = 'silent: read 0' == 'silent: read 0': yes",
+                  said) == "记下的是「不报错，读出来的是 0」"  # the same clause twice is said once
     # the fact the data show, as a person writes it: the recorded figures (the factor said, not applied), no
     # question-and-answer, no «这里问的是它的反面» for a claim put the other way round
     fact = reason("not (median(a@cpu:x) = 0.00366 s < 0.25 * median(b@cpu:y) = 0.000916 s: no)")
