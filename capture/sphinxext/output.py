@@ -263,7 +263,7 @@ def more(b, st, env) -> nodes.Node:
     line = "版本：" + "，".join(versions) if versions else ""
     if feats:
         # the crate's own features picked by the build (its dependencies' features are in its Cargo.toml)
-        line += ("；" if line else "") + f"构建时给 {crate} 打开的特性：" + "、".join(feats)
+        line += ("；" if line else "") + "构建时给这个 crate 打开的特性：" + "、".join(feats)
     if line:
         rows.append(nodes.paragraph("", line + "。"))
     when = (meta.get("started") or "")[:10]

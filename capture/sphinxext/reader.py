@@ -322,11 +322,12 @@ def _fact(op: str, word: str, left: str, right: str, rest: str, constant: bool =
     return f"{left} 不到 {right}" if smaller else f"{left} 超过 {right}"
 
 
-def _word(side: str, words: dict[str, str] | None) -> str:
-    """A recorded word of a clause's side ('silent: read 0') as the reader reads it (conf.py's book_recorded_words)."""
+def _word(side: str, words: dict[str, str] | None) -> str | None:
+    """A recorded word of a clause's side ('silent: read 0') as the reader reads it (conf.py's book_recorded_words);
+    None for a text not listed there (an error message: quoted as the program wrote it only in the record)."""
     m = _SIDE.match(side.strip())
     raw = m["val"][1:-1].replace("\\'", "'") if m else side.strip().strip("'")
-    return (words or {}).get(raw, raw)
+    return (words or {}).get(raw)
 
 
 def _clause(text: str, words: dict[str, str] | None = None) -> str:
@@ -353,7 +354,10 @@ def _clause(text: str, words: dict[str, str] | None = None) -> str:
     if lword or rword:  # a recorded word against a listed one: say which was recorded, in the reader's words
         recorded, listed = (_word(left, words), _word(right, words)) if lword else (_word(right, words), _word(left, words))
         equal = (word == "是") == (op == "==")
-        sentence = f"记下的是「{recorded}」" if equal else f"记下的是「{recorded}」，不是「{listed}」"
+        if recorded is None or listed is None:  # an error message, not a word: the program's text stays in the record
+            sentence = "记录下的结果正是这一种" if equal else "记录下的是另一种结果"
+        else:
+            sentence = f"记下的是「{recorded}」" if equal else f"记下的是「{recorded}」，不是「{listed}」"
     elif lv and rv:
         sentence = re.sub(r"([）」，])\s+", r"\1", _fact(op, word, lv, rv, m["rest"], _constant(right)))
     else:

@@ -119,7 +119,7 @@ def test_the_outputs_details_name_the_features_the_build_turned_on(monkeypatch):
 
     monkeypatch.setattr(output, "fragment_href", lambda *a: "x.txt")
     text = output.more(FakeBook(), State(), None).astext()
-    assert "构建时给 exec-gpu 打开的特性：cuda、vulkan" in text and "burn 0.22.1" in text and "2026-12-02" in text
+    assert "构建时给这个 crate 打开的特性：cuda、vulkan" in text and "burn 0.22.1" in text and "2026-12-02" in text
     assert "设备 cuda（CubeCL 内核编译：LLVM → PTX）" in text  # the caption keeps it in the device's tooltip
 
 
