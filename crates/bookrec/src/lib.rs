@@ -42,7 +42,12 @@ pub fn measure<F: FnMut()>(warmup: usize, repeats: usize, mut f: F) -> Stats {
 
 /// 把时长写成读者习惯的样子：`812.4µs`、`3.21ms`、`1.94s`。
 pub fn fmt_duration(d: Duration) -> String {
-    let s = d.as_secs_f64();
+    fmt_secs(d.as_secs_f64())
+}
+
+/// 同上，但直接用秒数（f64）：每个 op 的平均时间常常不是整纳秒，先转成 Duration 会截成整数，
+/// 打印出 `77.0ns` 这样的假小数位。
+pub fn fmt_secs(s: f64) -> String {
     if s >= 1.0 {
         format!("{s:.3}s")
     } else if s >= 1e-3 {
@@ -64,6 +69,12 @@ mod tests {
         assert_eq!(fmt_duration(Duration::from_millis(3)), "3.000ms");
         assert_eq!(fmt_duration(Duration::from_nanos(125)), "125.0ns");
         assert_eq!(fmt_duration(Duration::from_millis(1940)), "1.940s");
+    }
+
+    #[test]
+    fn seconds_keep_their_fraction_of_a_nanosecond() {
+        assert_eq!(fmt_secs(77.5e-9), "77.5ns");
+        assert_eq!(fmt_secs(2.5e-6), "2.500µs");
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! Rounds after a warm-up round; the per-op time of each round is recorded.
 
 use crate::device::Dev;
-use bookrec::{fmt_duration, record};
+use bookrec::{fmt_duration, fmt_secs, record};
 use candle_core::{DType, Result, Tensor};
 use std::time::{Duration, Instant};
 
@@ -42,9 +42,9 @@ pub fn run(dev: &Dev, ops: usize) -> Result<()> {
             "candle {} round {round}: {ops} adds of 16 f32, queued in {} ({}/op), synced after {} ({}/op)",
             dev.label(),
             fmt_duration(queued),
-            fmt_duration(Duration::from_secs_f64(per(queued))),
+            fmt_secs(per(queued)),
             fmt_duration(total),
-            fmt_duration(Duration::from_secs_f64(per(total))),
+            fmt_secs(per(total)),
         );
         let tags = tags.with("round", round);
         record("encode.per_op_queued", per(queued), "s", &tags);

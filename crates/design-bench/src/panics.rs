@@ -4,11 +4,10 @@
 //! under catch_unwind on the given device; what each really does is recorded.
 
 use crate::device::Dev;
-use bookrec::{fmt_duration, measure, record};
+use bookrec::{fmt_secs, measure, record};
 use candle_core::{DType, Error, Result, Tensor};
 use std::hint::black_box;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::time::Duration;
 
 pub fn run_errcost(dev: &Dev, iters: usize) -> Result<()> {
     let d = &dev.device;
@@ -46,10 +45,6 @@ fn per_op(iters: usize, mut f: impl FnMut()) -> f64 {
         }
     });
     s.median.as_secs_f64() / iters as f64
-}
-
-fn fmt_secs(s: f64) -> String {
-    fmt_duration(Duration::from_secs_f64(s))
 }
 
 /// One reported panic: its name and the call that is said to panic.

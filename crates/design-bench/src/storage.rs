@@ -3,13 +3,12 @@
 //! varset（Var::set 拒绝共享 storage 的来源）。
 
 use crate::device::Dev;
-use bookrec::{fmt_duration, measure, record};
+use bookrec::{fmt_secs, measure, record};
 use candle_core::{
     CpuStorage, CudaStorage, DType, InplaceOp2, Layout, MetalStorage, Result, Storage, Tensor, Var,
 };
 use std::hint::black_box;
 use std::io::Write;
-use std::time::Duration;
 
 /// 每个 op 的时间（秒）：一轮做 iters 次，5 轮取中位数。
 fn per_op(iters: usize, mut f: impl FnMut()) -> f64 {
@@ -19,10 +18,6 @@ fn per_op(iters: usize, mut f: impl FnMut()) -> f64 {
         }
     });
     s.median.as_secs_f64() / iters as f64
-}
-
-fn fmt_secs(s: f64) -> String {
-    fmt_duration(Duration::from_secs_f64(s))
 }
 
 pub fn run_views(dev: &Dev, iters: usize) -> Result<()> {
