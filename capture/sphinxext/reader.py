@@ -263,12 +263,14 @@ def _when(started: str) -> str:
     return f"{m.group(1)} {m.group(2)}（世界时）" if m else started
 
 
-def _history(rest: str) -> str:
-    """The history behind a decided comparison, in words: how many captures in one sitting, the closest gap."""
+def _history(rest: str, scaled: bool = False) -> str:
+    """The history behind a decided comparison, in words: how many captures in one sitting, the closest gap. With a
+    factor in the claim (A < 0.25 * B) the gap is to the line it draws, not between the two figures."""
     m = _AGREE.search(rest or "")
     if not m:
         return ""
-    gap = f"，两者之比最小的一次也有 {float(m['gap']):.3g}{NBSP}倍" if m["gap"] else ""
+    what = "离这个界限最近的一次也隔着" if scaled else "两者之比最小的一次也有"
+    gap = f"，{what} {float(m['gap']):.3g}{NBSP}倍" if m["gap"] else ""
     return f"这台机器上 {m['n']} 次捕获（每次两边都在同一次运行里）都是这样{gap}"
 
 
@@ -281,7 +283,7 @@ def _same(rest: str) -> str:
     return f"两者差不多：{how}都在 {float(m['k']):g}{NBSP}倍以内"
 
 
-def _fact(op: str, word: str, left: str, right: str, rest: str, constant: bool = False) -> str:
+def _fact(op: str, word: str, left: str, right: str, rest: str, constant: bool = False, scaled: bool = False) -> str:
     """What the data say about `left op right`, whichever answer the claim wanted."""
     against = _AGAINST.search(rest or "")
     if word == "说不清" and against:
@@ -291,10 +293,11 @@ def _fact(op: str, word: str, left: str, right: str, rest: str, constant: bool =
     if word == "说不清" and _same(rest):
         return f"{left} 和 {right} 说不清哪个大；{_same(rest)}"
     if word == "说不清" and (few := _FEW.search(rest or "")):
-        gap = f"，两者之比最小的一次只有 {float(few['gap']):.4g}{NBSP}倍" if few["gap"] else ""
+        what = "离这个界限最近的一次只隔着" if scaled else "两者之比最小的一次只有"
+        gap = f"，{what} {float(few['gap']):.4g}{NBSP}倍" if few["gap"] else ""
         return (f"{left} 和 {right}：这台机器上 {few['n']} 次捕获（每次两边在同一次运行里）先后一样{gap}，"
                 f"但次数太少或比值起伏太大，推算不出下一次的先后；放宽漂移以后又重叠，说不清哪个大")
-    history = _history(rest)
+    history = _history(rest, scaled)
     if history and word != "说不清":
         base = _fact(op, word, left, right, "", constant)
         if _AGREE.search(rest)["by"].startswith("decided"):
@@ -330,6 +333,12 @@ def _word(side: str, words: dict[str, str] | None) -> str | None:
     return (words or {}).get(raw)
 
 
+def _scaled(side: str) -> bool:
+    """Whether a clause's side carries a factor (0.25 * median(...)): the claim compares against a line, not a figure."""
+    m = _SIDE.match(side.strip())
+    return bool(m and _FACTOR.search(m["expr"]))
+
+
 def _clause(text: str, words: dict[str, str] | None = None) -> str:
     tags = _TAG.match(text)
     lead = ""
@@ -359,7 +368,8 @@ def _clause(text: str, words: dict[str, str] | None = None) -> str:
         else:
             sentence = f"记下的是「{recorded}」" if equal else f"记下的是「{recorded}」，不是「{listed}」"
     elif lv and rv:
-        sentence = re.sub(r"([）」，])\s+", r"\1", _fact(op, word, lv, rv, m["rest"], _constant(right)))
+        sentence = re.sub(r"([）」，])\s+", r"\1", _fact(op, word, lv, rv, m["rest"], _constant(right),
+                                                          _scaled(left) or _scaled(right)))
     else:
         sentence = {"是": "成立", "否": "不成立"}.get(word, word)
     return lead + sentence

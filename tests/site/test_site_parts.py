@@ -515,6 +515,13 @@ def test_reasons_read_as_sentences_with_formatted_values():
     fact = reason("not (median(a@cpu:x) = 0.00366 s < 0.25 * median(b@cpu:y) = 0.000916 s: no)")
     assert fact == "3.66\u00a0ms 超过 3.66\u00a0ms 的四分之一", fact
     assert reason("a@cpu:kernel.count = 3 == 1: no") == "记下的是 3，不是 1"
+    # a history's closest gap: between the two figures, or, when the claim draws a line (0.25 * B), to that line
+    from capture.evidence.query import HISTORY_AGREE
+    history = f" [history: 5 captures {HISTORY_AGREE}, the closest x2.01]"
+    plain = reason("median(a@gpu:x) = 0.000265 s < median(b@gpu:y) = 0.00107 s: yes" + history)
+    assert plain.endswith("两者之比最小的一次也有 2.01\u00a0倍"), plain
+    line = reason("median(a@gpu:x) = 0.000265 s < 0.25 * median(b@gpu:y) = 0.0002675 s: yes" + history)
+    assert "四分之一" in line and line.endswith("离这个界限最近的一次也隔着 2.01\u00a0倍") and "两者之比" not in line, line
     assert reason("median(a@cpu:x) = 25.1 s > 100 * median(b@cpu:y) = 0.283 s: yes") == "25.1\u00a0s 超过 2.83\u00a0ms 的 100\u00a0倍"
     assert detail_words("Linux x86_64 纯 CPU（2 核） has no GPU") == "Linux x86_64 纯 CPU（2 核） 没有 GPU"
     assert "cargo" in detail_words("needs cargo (it reads the pinned crates' source from cargo's registry); none on PATH here")

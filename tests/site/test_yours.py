@@ -238,6 +238,8 @@ def test_chromium_reads_your_machine(yours_site, probe):
         block.locator(f"label[data-sync-id='{me.key}']").click()
         clause = block.locator(f".book-plat-{me.key} .book-cmp").first
         assert clause.is_visible()
-        words = clause.inner_text()
-        assert "torch.compile 之后" in words and "即时执行" in words, words
+        assert any(w in clause.inner_text() for w in ("快", "慢", "差不多", "说不清")), clause.inner_text()
+        # the chain8 comparison, on the reader's machine, in the page's words
+        words = [c.inner_text() for c in p.page.locator(f".book-plat-{me.key} .book-cmp").all()]
+        assert any("torch.compile 之后" in w and "即时执行" in w for w in words), words
         assert not p.problems, p.problems
