@@ -50,7 +50,7 @@ class ClaimDirective(SphinxDirective):
             box += notice("na", "这句话依据的数据还没有在能运行它的机器上捕获，尚未核对。")
             return [box]
         failed = False
-        lines, counts, other = [], {"ok": [], "bad": [], "undecided": [], "unknown": []}, []
+        lines, counts, other = [], {"ok": [], "bad": [], "undecided": [], "unknown": [], "skipped": []}, []
         stale = False
         for v in verdicts:
             for u in v.answer.unlike:
@@ -70,6 +70,8 @@ class ClaimDirective(SphinxDirective):
                 kind, text = "undecided", f"≈ {short}：说不清"
             elif v.holds is None:
                 kind, text = "unknown", f"？ {short}：未能核对"
+            elif v.expected and v.holds and skipped_on(b, expr, v.platform):
+                kind, text = "skipped", f"· {short}：这台机器跳过了这一步，没有数据"
             elif v.expected:
                 kind, text = ("ok", f"✓ {short}：数据支持") if v.holds else ("bad", f"✗ {short}：数据不支持")
             elif v.holds:
@@ -77,7 +79,7 @@ class ClaimDirective(SphinxDirective):
             else:
                 kind, text = "other", f"· {short}：这句话说的不是这台机器，这里的数据也确实不支持它"
             (other if kind == "other" else counts[kind]).append(short)
-            why = reader_why(v.why, self.env) if v.why else ""
+            why = reader_why(v.why, self.env) if v.why and kind != "skipped" else ""
             if v.stale:
                 stale = True
                 why += ("；" if why else "") + "数据来自这段代码较早的版本"
@@ -128,6 +130,15 @@ def reader_missing(b, expr: str, verdicts, only) -> str | None:
     return None
 
 
+def skipped_on(b, expr: str, platform: str) -> bool:
+    """Whether a record the claim reads is "skipped" on this machine: a claim that holds there only through its
+    `== "skipped"` branch has no data behind it, and its mark must not say the data support it."""
+    from capture.evidence.query import parse_refs
+
+    _, refs = parse_refs(expr)
+    return any(getattr(b.answer(r.text, platform).value, "v", None) == "skipped" for r in refs)
+
+
 def claim_marks(counts: dict, other: list, stale: bool, lines: list) -> list[nodes.Node]:
     """An icon after the sentence, not a line of marks under it: the marks (how many machines bear it out) are its
     tooltip and the first line it opens, each machine's reasons follow (reader.claim_fold)."""
@@ -142,6 +153,8 @@ def claim_marks(counts: dict, other: list, stale: bool, lines: list) -> list[nod
         parts.append(f"≈ {'、'.join(counts['undecided'])} 说不清")
     if counts["unknown"]:
         parts.append(f"？ {'、'.join(counts['unknown'])} 未能核对")
+    if counts["skipped"]:
+        parts.append(f"· {'、'.join(counts['skipped'])} 跳过了这一步")
     if other:
         parts.append(f"{'、'.join(other)} 不是这样")
     if not parts:

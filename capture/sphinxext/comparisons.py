@@ -5,7 +5,7 @@
         -> candle 比 burn 慢，用时是 burn 的 3.2 倍
         -> candle 和 burn 差不多，相差不到 1.3 倍                          (no order, the ratio bounded)
         -> 分不出 candle 和 burn 哪个快（说不清）                        (the repeats overlap)
-        -> 这次捕获里 candle 比 burn 快，但差距在前后两次捕获之间的挪动以内（说不清）
+        -> 这次 candle 比 burn 快，但差距没有超出前后几次运行之间的波动（说不清）
                                                                        (they agree; the drift keeps it open)
 
 The direction is decided by the engine that decides claims: the role evaluates `(A) < (B)` and
@@ -122,7 +122,7 @@ class CmpRole(SphinxRole):
         if way == "undecided" and repeats is not None:
             # every repeat of this capture puts them in one order; only the drift between captures keeps it open
             side = words["smaller" if repeats else "larger"]
-            return spaced("这次捕获里", name_a, "比", name_b, side, "，但差距在前后两次捕获之间的挪动以内（说不清）")
+            return spaced("这次", name_a, "比", name_b, side, "，但差距没有超出前后几次运行之间的波动（说不清）")
         if way == "undecided":
             return spaced("分不出", name_a, "和", name_b, words["which"] + "（说不清）")
         if way == "same":

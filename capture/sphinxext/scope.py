@@ -64,9 +64,9 @@ class PerPlatformDirective(SphinxDirective):
             # the machine leads the first paragraph (run-in), the full name in its tooltip
             first = next(iter(box.findall(nodes.paragraph)), None)
             # "在 H200 上：在这台机器上，……" says the machine twice: the head takes the place of the text's own
-            said = first is not None and drop_this_machine(first)
-            head = nodes.strong("", "", tip(f"在 {short} 上{'，' if said else '：'}", label),
-                                classes=["book-per-platform-head"])
+            said = drop_this_machine(first) if first is not None else None
+            words = {"on": f"在 {short} 上，", "of": f"在 {short} 那台机器的", None: f"在 {short} 上："}[said]
+            head = nodes.strong("", "", tip(words, label), classes=["book-per-platform-head"])
             if first is not None:
                 first.insert(0, head)
             else:
@@ -76,18 +76,25 @@ class PerPlatformDirective(SphinxDirective):
 
 
 THIS_MACHINE = re.compile(r"^\s*在?这台机器上[，,：:]?\s*")
+THIS_MACHINES = re.compile(r"^\s*这台机器的")
 
 
-def drop_this_machine(para: nodes.paragraph) -> bool:
-    """Remove a leading 「（在）这台机器上，」 from the paragraph (the block's head names the machine); whether it did."""
+def drop_this_machine(para: nodes.paragraph) -> str | None:
+    """Remove a leading 「（在）这台机器上，」 ("on") or 「这台机器的」 ("of") from the paragraph: the block's head names
+    the machine in its place. Which one it removed, or None."""
     first = next(iter(para.findall(nodes.Text)), None)
     if first is None or first.parent is not para:
-        return False
-    m = THIS_MACHINE.match(first.astext())
-    if not m:
-        return False
-    para.replace(first, nodes.Text(first.astext()[m.end():]))
-    return True
+        return None
+    text = first.astext()
+    for kind, pattern in (("on", THIS_MACHINE), ("of", THIS_MACHINES)):
+        m = pattern.match(text)
+        if m:
+            rest = text[m.end():]
+            if kind == "of":  # 「那台机器的 CPU」: a space before a Latin word, as the pages write it
+                rest = (" " if rest[:1].isascii() and rest[:1].isalnum() else "") + rest.lstrip()
+            para.replace(first, nodes.Text(rest))
+            return kind
+    return None
 
 
 class UntilCapturedDirective(SphinxDirective):

@@ -461,7 +461,7 @@ def test_cmp_says_direction_and_size_from_the_verdict_engine(site, tmp_path):
     assert clauses[2] == "一次比八次快，用时是八次的 12%", clauses  # 1/8, two significant digits
     # 2 µs against 4 µs: without a drift table two timings need more than 2x between them, so the engine cannot
     # tell; one record each, so this capture does order them, and the words say that and why it stays open
-    assert clauses[3] == "这次捕获里第一次比第二次快，但差距在前后两次捕获之间的挪动以内（说不清）", clauses
+    assert clauses[3] == "这次第一次比第二次快，但差距没有超出前后几次运行之间的波动（说不清）", clauses
     assert clauses[4] == "返回和同步一样多", clauses  # exact values: equal is a verdict too
     # 2-6 µs (three runs) against 4 µs: the repeats themselves overlap, so no order is named
     assert clauses[5] == "分不出中位和第二次哪个快（说不清）", clauses
@@ -620,3 +620,35 @@ def test_evidence_speaks_the_readers_language(site, tmp_path):
     fold = box.find_all("details", "book-output-more")[0]
     assert "nox -s regenerate" in fold.text() and "nox" not in box.text().replace(fold.text(), "")
     assert "open" not in fold.attrs
+
+
+def test_a_claim_that_holds_only_because_the_step_was_skipped_is_not_marked_as_supported(site, tmp_path):
+    frag = site.fragments / "linux-x86_64-cpu/measure@cpu.json"
+    meta = json.loads(frag.read_text())
+    for r in meta["records"]:
+        if r["name"] == "verdict":
+            r["value"] = "skipped"
+    frag.write_text(json.dumps(meta))
+    (site.root / "docs/index.md").write_text("""# 页
+
+:::{claim} measure@cpu:verdict == "skipped" or measure@cpu:verdict == "silent"
+这一步静默算错。
+:::
+""")
+    code, err, out = build(site.root, tmp_path)
+    assert code == 0, err
+    marks = page(out).find_all(cls="book-claim-marks")[0].text()
+    assert "跳过了这一步" in marks and "✓" not in marks and "数据支持" not in marks, marks
+
+
+def test_a_one_machine_block_names_the_machine_once_in_its_own_sentence(site, tmp_path):
+    (site.root / "docs/index.md").write_text("""# 页
+
+::::{per-platform} all
+这台机器的 CPU 上，返回要 {num}`median(measure@cpu:t.returned)`。
+::::
+""")
+    code, err, out = build(site.root, tmp_path)
+    assert code == 0, err
+    note = page(out).find_all(cls="book-platform-note")[0].text()
+    assert "那台机器的 CPU 上，返回要" in note and "这台机器" not in note and "上：" not in note, note

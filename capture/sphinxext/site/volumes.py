@@ -143,7 +143,7 @@ class ResolveVolumeReferences(SphinxPostTransform):
 
     def note_unlinked(self, node: nodes.Node, vol: Volume) -> None:
         """Once per page and volume, after the paragraph of its first reference: what the volume is, and that
-        its references become links when it is published."""
+        it is not published yet (so its references are plain text)."""
         block = node
         while block.parent is not None and not isinstance(block, (nodes.paragraph, nodes.title)):
             block = block.parent
@@ -152,9 +152,9 @@ class ResolveVolumeReferences(SphinxPostTransform):
             return
         what = f"{vol.title}是{vol.about}。" if vol.about else f"{vol.title}是另一本书。"
         note = nodes.container(classes=["book-notice", "book-notice-na", "book-vol-note"])
-        gap = " " if vol.title[:1].isascii() else ""  # 提到 burn 卷: a space between Chinese and Latin
-        # the reader's words only: why the build could not link (no inventory yet, offline) is the log's business
-        note += nodes.paragraph("", f"{what}它还没有上线，本页提到{gap}{vol.title}的地方先是纯文字，上线以后会自动变成链接。")
+        # the reader's words only: why the build could not link (no inventory yet, offline) is the log's business,
+        # and so is what happens once it is published (each reference's tooltip says that)
+        note += nodes.paragraph("", f"{what}它还没有上线。")
         parent.insert(parent.index(block) + 1, note)
 
     def resolve(self, node: vol_reference, vol: Volume | None) -> list[nodes.Node]:
