@@ -91,7 +91,8 @@ def drop_this_machine(para: nodes.paragraph) -> str | None:
         if m:
             rest = text[m.end():]
             if kind == "of":  # 「那台机器的 CPU」: a space before a Latin word, as the pages write it
-                rest = (" " if rest[:1].isascii() and rest[:1].isalnum() else "") + rest.lstrip()
+                rest = rest.lstrip()
+                rest = (" " if rest[:1].isascii() and rest[:1].isalnum() else "") + rest
             para.replace(first, nodes.Text(rest))
             return kind
     return None
