@@ -208,7 +208,7 @@ def test_the_page_of_your_machine_lists_the_findings(yours_site):
     different = doc.find_all("ul", "book-yours-different")[0]
     links = [a.attrs.get("href", "") for a in different.find_all("a")]
     assert any(h.startswith("../eager.html#eager-ret") for h in links), links
-    assert "调用先返回，活留到同步（PyTorch）（CPU 一侧）" in different.text()
+    assert "调用先返回，同步时才等它算完（PyTorch）（CPU 一侧）" in different.text()
     rows = [r for t in tables for r in t.find_all("tr")]
     compared = [r for r in rows if "和" in r.text() and "哪个" in r.text() and any("book-yours-same" in c.classes or "book-yours-different"
                                                               in c.classes for c in r.iter())]
