@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from capture.evidence.alike import groups
 from capture.evidence.book import Book
 from capture.evidence.claims import find_claims
 from capture.evidence.query import REPEATS_SAY, parse_refs
@@ -117,13 +118,20 @@ class Split:
 
 
 def splits(book: Book, expr: str, platform: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """The runs the fragments of an expression come from on the platform, when there is more than one."""
+    """The runs the fragments of an expression's comparisons come from on the platform, where one comparison
+    takes its sides from more than one run. `a < b and c < d` states two things: each pair may be its own sitting."""
     runs = book.runs(platform)
+    refs = parse_refs(expr)[1]
     by_run: dict[str, set[str]] = {}
-    for ref in parse_refs(expr)[1]:
-        if ref.key in runs:
-            by_run.setdefault(runs[ref.key], set()).add(ref.key)
-    return tuple(sorted((r, tuple(sorted(k))) for r, k in by_run.items())) if len(by_run) > 1 else ()
+    for group in groups(expr):
+        in_group: dict[str, set[str]] = {}
+        for key in (refs[i].key for i in group):
+            if key in runs:
+                in_group.setdefault(runs[key], set()).add(key)
+        if len(in_group) > 1:
+            for r, keys in in_group.items():
+                by_run.setdefault(r, set()).update(keys)
+    return tuple(sorted((r, tuple(sorted(k))) for r, k in by_run.items()))
 
 
 def repair_command(book: Book, platform: str, keys: list[str]) -> str:
