@@ -381,12 +381,22 @@ def reason(why: str, words: dict[str, str] | None = None) -> str:
     text = (why or "").strip()
     if not text:
         return ""
+    # `all(…) and all(…)` gives one head per all(): each starts its own sentence with its own clauses
+    heads = list(_ROUNDS.finditer(text))
+    starts = [0] + [m.start() for m in heads if m.start()]
+    parts = [text[i:j].removeprefix("; ") for i, j in zip(starts, starts[1:] + [len(text)])]
+    return "。".join(s for s in (_sentence(p, words) for p in parts) if s)
+
+
+_ROUNDS = re.compile(r"(?:^|; )(all|any)\(\)(?:：|: )(是|否|说不清|yes|no|cannot tell)(?: — )?")
+_ROUND_HEADS = {"all": {"是": "每一轮都成立。", "否": "有一轮不成立。", "说不清": "有的轮说不清。"},
+                "any": {"是": "有一轮成立。", "否": "没有一轮成立。", "说不清": "有的轮说不清。"}}
+
+
+def _sentence(text: str, words: dict[str, str] | None) -> str:
     head = ""
-    m = re.match(r"^(all|any)\(\)(?:：|: )(是|否|说不清|yes|no|cannot tell)(?: — )?", text)
-    if m:
-        word = _WORDS.get(m.group(2), m.group(2))
-        head = {"all": {"是": "每一轮都成立。", "否": "有一轮不成立。", "说不清": "有的轮说不清。"},
-                "any": {"是": "有一轮成立。", "否": "没有一轮成立。", "说不清": "有的轮说不清。"}}[m.group(1)][word]
+    if m := _ROUNDS.match(text):
+        head = _ROUND_HEADS[m.group(1)][_WORDS.get(m.group(2), m.group(2))]
         text = text[m.end():]
     clauses = [c for c in (_clause(part, words) for part in re.split(r"; (?=\{|[a-z(])", text) if part.strip()) if c]
     return head + "；".join(_merged(clauses))

@@ -501,6 +501,11 @@ def test_reasons_read_as_sentences_with_formatted_values():
     assert "这次捕获里隔得开" in apart and "（×1.4、×1.42）" in apart and "说不清" in apart, apart
     assert "median" not in text and "@" not in text  # no expression, no record name
     assert reason("all(): yes — {round=0}: a@cpu:x = 0.02 s > 0.25 * a@cpu:y = 0.004903 s: yes").startswith("每一轮都成立。第 0 轮：")
+    # two all()s joined by `and`: each reads as its own sentence, every round of both said
+    both = reason("all(): yes — {round=0}: a@cpu:x = 0.02 s > 0.25 * a@cpu:y = 0.004903 s: yes; "
+                  "all(): yes — {round=0}: b@cpu:x = 0.09 s > 0.25 * b@cpu:y = 0.0087 s: yes; "
+                  "{round=1}: b@cpu:x = 0.08 s > 0.25 * b@cpu:y = 0.0085 s: yes")
+    assert both.count("每一轮都成立。第 0 轮：") == 2 and "第 1 轮：80" in both and "成立；" not in both, both
     said = {"raised at next op": "到下一个算子才报错", "raised at call": "调用时就报错", "silent: read 0": "不报错，读出来的是 0"}
     assert reason("torch-oob@gpu:oob.outcome = 'raised at next op' == 'raised at call': no", said) == \
         "记下的是「到下一个算子才报错」，不是「调用时就报错」"
